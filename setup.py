@@ -1,0 +1,36 @@
+from setuptools import find_packages, setup
+
+setup(
+    name='opencompass-longctx',
+    version='0.1.0',
+    description='Long-context benchmarks (LongBioBench, NoLiMa, BABILong) per context tier for OpenCompass',
+    long_description=open('README.md', encoding='utf-8').read(),
+    long_description_content_type='text/markdown',
+    packages=find_packages(include=['opencompass_longctx', 'opencompass_longctx.*']),
+    package_data={'opencompass_longctx': ['configs/*.py', 'configs/**/*.py', 'data/**/*']},
+    include_package_data=True,
+    python_requires='>=3.10',
+    install_requires=[
+        # opencompass 0.5.4 alone resolves transformers 5 and pyarrow 26, which break it (see README).
+        'opencompass==0.5.4',
+        'transformers>=4.56,<5',
+        'pyarrow==20.0.0',
+        'numpy<2',
+        'datasets>=2.19,<4',
+        'mmengine-lite>=0.11.0rc3',
+        'tiktoken>=0.7',
+        # litellm ships the tiktoken vocabulary files (cl100k_base, p50k_base -> GPT-2, o200k_base): the
+        # offline default tokenizer needs no network.
+        'litellm>=1.50,<2',
+        'tqdm',
+    ],
+    extras_require={
+        'test': ['pytest>=7'],
+        # GPU machines only: LMDeploy brings its own CUDA build of torch.
+        'lmdeploy': ['lmdeploy>=0.6'],
+    },
+    entry_points={'console_scripts': [
+        'longctx-tiny-model=opencompass_longctx.tiny_model:main',
+        'longctx-demo-data=opencompass_longctx.demo_data:main',
+    ]},
+)
