@@ -1,0 +1,6 @@
+"""opencompass-longctx: long-context benchmarks per context tier for OpenCompass.
+
+Importing the package is cheap; OpenCompass is imported only by the dataset, evaluator and summarizer
+modules that OpenCompass itself loads.
+"""
+__version__ = '0.1.0'

@@ -19,6 +19,8 @@ import importlib.util
 import os
 from typing import List, Optional, Sequence
 
+from .util import sha256_file
+
 DEFAULT_TOKENIZER = 'tiktoken:cl100k_base'
 GPT2_TOKENIZER = 'tiktoken:gpt2'
 
@@ -37,14 +39,6 @@ ENDOFTEXT = '<|endoftext|>'
 
 class TokenizerError(RuntimeError):
     """The named tokenizer cannot be found or loaded."""
-
-
-def _sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, 'rb') as f:
-        for block in iter(lambda: f.read(1 << 20), b''):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _tiktoken_search_dirs() -> List[str]:
@@ -138,7 +132,7 @@ def _load_tiktoken(name: str) -> Tokenizer:
     else:
         raise TokenizerError(f'unknown tiktoken encoding {enc_name!r}; known: gpt2, r50k_base, '
                              f'{", ".join(_TIKTOKEN_FILES)}')
-    fp = hashlib.sha256(f'tiktoken:{enc_name}:{_sha256_file(path)}'.encode()).hexdigest()
+    fp = hashlib.sha256(f'tiktoken:{enc_name}:{sha256_file(path)}'.encode()).hexdigest()
     return Tokenizer(f'tiktoken:{enc_name}', 'tiktoken', enc, fp)
 
 
@@ -149,7 +143,7 @@ def _load_tiktoken_file(path: str) -> Tokenizer:
     enc = tiktoken.Encoding(name='longctx_file', pat_str=pat_str, mergeable_ranks=ranks,
                             special_tokens={ENDOFTEXT: len(ranks)})
     return Tokenizer(os.path.abspath(path), 'tiktoken', enc,
-                     hashlib.sha256(f'tiktoken-file:{_sha256_file(path)}'.encode()).hexdigest())
+                     hashlib.sha256(f'tiktoken-file:{sha256_file(path)}'.encode()).hexdigest())
 
 
 _HF_FILES = ('tokenizer.json', 'tokenizer.model', 'vocab.json', 'merges.txt', 'tokenizer_config.json',
@@ -171,7 +165,7 @@ def _load_hf(name: str) -> Tokenizer:
     files = [os.path.join(src, f) for f in _HF_FILES if src and os.path.isfile(os.path.join(src, f))]
     if files:
         for f in files:
-            h.update(os.path.basename(f).encode() + _sha256_file(f).encode())
+            h.update(os.path.basename(f).encode() + sha256_file(f).encode())
     else:  # hub tokenizer without files we can see: fingerprint its vocabulary
         h.update(repr(sorted(tok.get_vocab().items())).encode())
     name = os.path.abspath(name) if os.path.isdir(name) else name

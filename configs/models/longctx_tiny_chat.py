@@ -1,0 +1,17 @@
+# The project's tiny random-weight chat model (built on first use, CPU only): proves the pipeline.
+import os
+
+from opencompass_longctx.models.tiny import TinyChatModel
+
+models = [
+    dict(
+        type=TinyChatModel,
+        abbr='tiny-chat',
+        path=os.environ.get('LONGCTX_TINY_MODEL', 'outputs/longctx_demo/tiny-chat'),  # built on first use
+        model_kwargs=dict(device_map='cpu', torch_dtype='float32'),
+        max_seq_len=16384,
+        max_out_len=20,
+        batch_size=8,
+        run_cfg=dict(num_gpus=0),
+    )
+]

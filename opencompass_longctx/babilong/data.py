@@ -1,0 +1,181 @@
+"""Finding and reading BABILong files (no OpenCompass import).
+
+Layouts read (all tiers 0k..1M and 10M, tier names case-insensitive):
+
+* RMT-team/babilong (100 samples per task and tier, JSON): ``data/qaN/<LEN>.json`` (``1M``/``10M`` upper-case)
+* RMT-team/babilong-1k-samples (about 1000 samples, parquet): ``<len>/qaN-*.parquet``
+* OpenCompass's legacy cache: ``$COMPASS_DATA_CACHE/data/babilong/data/qaN/<len>.json``
+
+JSON files are read as a stream (an array of records, or JSON lines), one record at a time, so the
+hundreds-of-MB files at 512k and above never sit in memory whole.
+"""
+import json
+from typing import Dict, Iterator, List, Optional
+
+from ..sources import Source
+from ..tiers import parse_tier
+
+PUBLISHED_TIERS = ('0k', '1k', '2k', '4k', '8k', '16k', '32k', '64k', '128k', '256k', '512k', '1m', '10m')
+SAMPLE_SOURCES = ('100', '1000', 'official')
+
+SOURCE_100 = Source(
+    name='babilong', hub_repo='RMT-team/babilong',
+    legacy_dirs=['data/babilong/data', 'data/babilong'],
+    how_to_get=('Get it with:\n  huggingface-cli download RMT-team/babilong --repo-type dataset '
+                '--local-dir $COMPASS_DATA_CACHE/babilong\n(or point path= in the dataset config at a '
+                'directory holding data/qaN/<LEN>.json).'))
+SOURCE_1000 = Source(
+    name='babilong-1k-samples', hub_repo='RMT-team/babilong-1k-samples',
+    how_to_get=('Get it with:\n  huggingface-cli download RMT-team/babilong-1k-samples --repo-type dataset '
+                '--local-dir $COMPASS_DATA_CACHE/babilong-1k-samples\n(or point path= at a directory holding '
+                '<len>/qaN-*.parquet).'))
+
+
+class BabilongDataError(ValueError):
+    pass
+
+
+def task_number(task: str) -> int:
+    if not (isinstance(task, str) and task.startswith('qa') and task[2:].isdigit() and 1 <= int(task[2:]) <= 20):
+        raise BabilongDataError(f'unknown BABILong task {task!r}; choose one of qa1..qa20')
+    return int(task[2:])
+
+
+def source_for(sample_source: str, tier: str) -> Source:
+    """'100' -> RMT-team/babilong; '1000' -> babilong-1k-samples; 'official' -> the leaderboard's choice
+    (1000 samples up to 32k, 100 from 64k on)."""
+    if sample_source not in SAMPLE_SOURCES:
+        raise BabilongDataError(f'unknown sample_source {sample_source!r}; choose one of {SAMPLE_SOURCES}')
+    if sample_source == 'official':
+        return SOURCE_1000 if parse_tier(tier).tokens() <= 32000 else SOURCE_100
+    return SOURCE_1000 if sample_source == '1000' else SOURCE_100
+
+
+def check_available(task: str, tier: str, source: Source) -> None:
+    """Clear error for a task/tier pair the published source does not have."""
+    n = task_number(task)
+    t = parse_tier(tier).name
+    if source is SOURCE_1000:
+        tiers = PUBLISHED_TIERS[:9]  # 0k..128k
+        max_task = 20 if t == '0k' else 5
+    else:
+        tiers = PUBLISHED_TIERS
+        max_task = 20 if t == '0k' else 5 if t == '10m' else 10
+    if t not in tiers:
+        raise BabilongDataError(
+            f'BABILong ({source.hub_repo}) has no {t} tier; published tiers: {", ".join(tiers)}. '
+            'A new tier needs generated data.')
+    if n > max_task:
+        raise BabilongDataError(
+            f'BABILong ({source.hub_repo}) has no {task} at {t}: it holds qa1-qa{max_task} at that tier.')
+
+
+def file_candidates(task: str, tier: str, source: Source) -> List[str]:
+    t = parse_tier(tier).name
+    names = sorted({t, t.upper(), t[:-1] + t[-1].upper()})
+    if source is SOURCE_1000:
+        return [p for n in names for p in (f'{n}/{task}-*.parquet', f'data/{n}/{task}-*.parquet')]
+    return [p for n in names for p in (f'data/{task}/{n}.json', f'{task}/{n}.json')]
+
+
+def _stream_json_array(f, path: str, chunk: int = 1 << 24) -> Iterator[Dict]:
+    dec = json.JSONDecoder()
+    buf, pos, eof, consumed = '', 0, False, 0
+
+    def more():
+        nonlocal buf, pos, eof, consumed
+        data = f.read(chunk)
+        if not data:
+            eof = True
+        consumed += pos
+        buf, pos = buf[pos:] + data, 0
+
+    more()
+    while pos < len(buf) and buf[pos].isspace():
+        pos += 1
+    pos += 1  # '['
+    while True:
+        while True:
+            while pos < len(buf) and (buf[pos].isspace() or buf[pos] == ','):
+                pos += 1
+            if pos < len(buf) or eof:
+                break
+            more()
+        if pos >= len(buf):
+            raise BabilongDataError(f'{path}: corrupt JSON (file ends inside the array)')
+        if buf[pos] == ']':
+            return
+        while True:
+            try:
+                obj, end = dec.raw_decode(buf, pos)
+                break
+            except json.JSONDecodeError as e:
+                if eof:
+                    raise BabilongDataError(f'{path}: corrupt JSON near byte {consumed + e.pos}: {e.msg}') from None
+                more()
+        if not isinstance(obj, dict):
+            raise BabilongDataError(f'{path}: corrupt JSON: expected objects in the array, got {type(obj).__name__}')
+        yield obj
+        pos = end
+
+
+def iter_records(path: str) -> Iterator[Dict]:
+    """Records of a BABILong file (JSON array, JSON lines or parquet), one at a time."""
+    if path.endswith('.parquet'):
+        import pyarrow.parquet as pq
+        try:
+            pf = pq.ParquetFile(path)
+            for batch in pf.iter_batches(batch_size=32):
+                yield from batch.to_pylist()
+        except Exception as e:  # noqa: BLE001
+            if isinstance(e, BabilongDataError):
+                raise
+            raise BabilongDataError(f'{path}: corrupt parquet file ({type(e).__name__}: {e})') from None
+        return
+    with open(path, encoding='utf-8') as f:
+        head = f.read(1)
+        while head and head.isspace():
+            head = f.read(1)
+        f.seek(0)
+        if head == '[':
+            yield from _stream_json_array(f, path)
+            return
+        for lineno, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise BabilongDataError(f'{path}: corrupt JSON on line {lineno}: {e.msg}') from None
+                if not isinstance(obj, dict):
+                    raise BabilongDataError(f'{path}: corrupt JSON on line {lineno}: expected an object')
+                yield obj
+
+
+def check_record(rec: Dict, path: str, i: int) -> Dict[str, str]:
+    missing = [k for k in ('input', 'question', 'target') if k not in rec]
+    if missing:
+        raise BabilongDataError(f'{path}: record {i} lacks {missing} (expected input, question, target)')
+    out = {}
+    for k in ('input', 'question', 'target'):
+        v = rec[k]
+        if isinstance(v, list) and len(v) == 1:  # list-wrapped rows (older dumps): unwrap, never repr
+            v = v[0]
+        if not isinstance(v, str):
+            raise BabilongDataError(f'{path}: record {i} field {k!r} is {type(v).__name__}, not a string')
+        out[k] = v
+    return out
+
+
+def load_indices(sample_indices, task: str) -> Optional[List[int]]:
+    """A list of row indices, or a JSON file holding a list or ``{task: [indices]}`` (e.g. the authors'
+    ``test_100_idxs.json``)."""
+    if sample_indices is None:
+        return None
+    if isinstance(sample_indices, str):
+        with open(sample_indices, encoding='utf-8') as f:
+            sample_indices = json.load(f)
+    if isinstance(sample_indices, dict):
+        if task not in sample_indices:
+            raise BabilongDataError(f'sample_indices has no entry for {task}')
+        sample_indices = sample_indices[task]
+    return [int(i) for i in sample_indices]

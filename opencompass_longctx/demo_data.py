@@ -1,0 +1,154 @@
+"""Small BABILong-format data written by the project itself, for the demo and the tests.
+
+It is *not* BABILong (that data is licensed and downloaded by the user): stories in the style of bAbI
+tasks qa1-qa10, made up here from a seeded RNG, hidden in background sentences that are also made up
+here, laid out exactly like RMT-team/babilong (``data/qaN/<LEN>.json``: a JSON array of
+``{"input", "question", "target"}``). As in the real data, the input holds (tier - 300) GPT-2 tokens
+(facts only at 0k). Deterministic: the same arguments give byte-identical files.
+
+    python -m opencompass_longctx.demo_data OUT_DIR [--tiers 0k 1k 2k] [--tasks qa1 ... qa10] [--samples 5]
+"""
+import argparse
+import json
+import os
+import random
+import sys
+from typing import List, Tuple
+
+from .tiers import parse_tier
+from .tokenization import GPT2_TOKENIZER, get_tokenizer
+
+PEOPLE = ['Mary', 'John', 'Sandra', 'Daniel']
+GIVERS = ['Bill', 'Fred', 'Jeff', 'Mary']
+PLACES = ['bathroom', 'bedroom', 'garden', 'hallway', 'kitchen', 'office']
+OBJECTS = ['apple', 'football', 'milk']
+MOVES = ['went to', 'journeyed to', 'travelled to', 'moved to', 'went back to']
+NUMBERS = ['none', 'one', 'two', 'three']
+PROMPT_ALLOWANCE = 300  # GPT-2 tokens left for the prompt, as in the published data
+
+_ADJ = ['old', 'quiet', 'narrow', 'distant', 'pale', 'heavy', 'bright', 'silent', 'crooked', 'gentle']
+_NOUN = ['miller', 'river', 'carriage', 'lantern', 'orchard', 'captain', 'window', 'village', 'bridge',
+         'stranger', 'letter', 'harbour', 'meadow', 'clock', 'sailor']
+_VERB = ['watched', 'passed', 'remembered', 'followed', 'crossed', 'described', 'ignored', 'admired']
+_ADV = ['slowly', 'at dawn', 'without a word', 'once more', 'in the rain', 'before supper', 'for a while']
+
+
+def _story(task: str, rng: random.Random) -> Tuple[List[str], str, str]:
+    """(facts, question, target) in the style of the bAbI task."""
+    p = rng.sample(PEOPLE, 3)
+    pl = rng.sample(PLACES, 4)
+    obj = rng.choice(OBJECTS)
+
+    def move(who, where):
+        return f'{who} {rng.choice(MOVES)} the {where}.'
+    if task == 'qa1':
+        facts = [move(p[0], pl[0]), move(p[1], pl[1]), move(p[0], pl[2])]
+        return facts, f'Where is {p[0]}? ', pl[2]
+    if task in ('qa2', 'qa3'):
+        facts = [move(p[0], pl[0]), f'{p[0]} picked up the {obj} there.', move(p[1], pl[3]), move(p[0], pl[1])]
+        if task == 'qa2':
+            return facts, f'Where is the {obj}? ', pl[1]
+        return facts, f'Where was the {obj} before the {pl[1]}? ', pl[0]
+    if task == 'qa4':
+        return ([f'The {pl[0]} is north of the {pl[1]}.', f'The {pl[2]} is west of the {pl[0]}.'],
+                f'What is north of the {pl[1]}? ', pl[0])
+    if task == 'qa5':
+        g = rng.sample(GIVERS, 2)
+        return ([f'{g[0]} took the {obj} there.', f'{g[0]} gave the {obj} to {g[1]}.', move(g[1], pl[0])],
+                f'Who gave the {obj}? ', g[0])
+    if task in ('qa6', 'qa9'):
+        ans = rng.choice(['yes', 'no'])
+        where = pl[1] if ans == 'yes' else pl[2]
+        if task == 'qa6':
+            return [move(p[0], pl[0]), move(p[0], pl[1])], f'Is {p[0]} in the {where}? ', ans
+        fact = f'{p[0]} is in the {pl[1]}.' if ans == 'yes' else f'{p[0]} is not in the {pl[2]}.'
+        return [move(p[1], pl[0]), fact], f'Is {p[0]} in the {where}? ', ans
+    if task in ('qa7', 'qa8'):
+        k = rng.randint(0, 2)
+        objs = sorted(rng.sample(OBJECTS, k))
+        facts = [move(p[0], pl[0])] + [f'{p[0]} took the {o} there.' for o in objs]
+        if task == 'qa7':
+            return facts, f'How many objects is {p[0]} carrying? ', NUMBERS[k]
+        return facts, f'What is {p[0]} carrying? ', ','.join(objs) if objs else 'nothing'
+    if task == 'qa10':
+        ans = rng.choice(['yes', 'no', 'maybe'])
+        if ans == 'maybe':
+            return [f'{p[0]} is either in the {pl[0]} or the {pl[1]}.'], f'Is {p[0]} in the {pl[0]}? ', ans
+        return [move(p[0], pl[0])], f'Is {p[0]} in the {pl[0] if ans == "yes" else pl[1]}? ', ans
+    raise ValueError(f'demo data covers qa1-qa10, not {task!r}')
+
+
+def _sentence(rng: random.Random) -> str:
+    return (f'The {rng.choice(_ADJ)} {rng.choice(_NOUN)} {rng.choice(_VERB)} the {rng.choice(_ADJ)} '
+            f'{rng.choice(_NOUN)} {rng.choice(_ADV)}.')
+
+
+def make_sample(task: str, tier: str, seed: int, tokenizer=None) -> dict:
+    tokenizer = tokenizer or get_tokenizer(GPT2_TOKENIZER)
+    rng = random.Random(f'{task}|{tier}|{seed}')
+    facts, question, target = _story(task, rng)
+    budget = parse_tier(tier).tokens(1000) - PROMPT_ALLOWANCE
+    fact_ids = tokenizer.encode_batch([' ' + f for f in facts])
+    bg_budget = budget - sum(len(x) for x in fact_ids)
+    background: List[List[int]] = []
+    total = 0
+    while total < bg_budget:
+        batch = tokenizer.encode_batch([' ' + _sentence(rng) for _ in range(256)])
+        for ids in batch:
+            if total >= bg_budget:
+                break
+            ids = ids[:bg_budget - total]  # the last sentence is cut at the token level, as the authors do
+            background.append(ids)
+            total += len(ids)
+    gaps = sorted(rng.randint(0, len(background)) for _ in facts)  # facts keep their order
+    out: List[int] = []
+    fi = 0
+    for gi in range(len(background) + 1):
+        while fi < len(facts) and gaps[fi] == gi:
+            out += fact_ids[fi]
+            fi += 1
+        if gi < len(background):
+            out += background[gi]
+    return {'input': tokenizer.decode(out).strip(), 'question': question, 'target': target}
+
+
+def file_name(tier: str) -> str:
+    """Published file names: lower-case k, upper-case M (``1M.json``)."""
+    name = parse_tier(tier).name
+    return (name[:-1] + 'M' if name.endswith('m') else name) + '.json'
+
+
+def write(out_dir: str, tiers=('0k', '1k', '2k'), tasks=tuple(f'qa{i}' for i in range(1, 11)),
+          samples: int = 5, seed: int = 0) -> List[str]:
+    tokenizer = get_tokenizer(GPT2_TOKENIZER)
+    paths = []
+    for task in tasks:
+        for tier in tiers:
+            path = os.path.join(out_dir, 'data', task, file_name(tier))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = path + '.tmp'
+            with open(tmp, 'w', encoding='utf-8') as f:  # streamed: large tiers never sit in memory whole
+                f.write('[')
+                for i in range(samples):
+                    f.write((',\n' if i else '\n') + json.dumps(make_sample(task, tier, seed + i, tokenizer)))
+                f.write('\n]\n')
+            os.replace(tmp, path)
+            paths.append(path)
+    return paths
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('out_dir')
+    ap.add_argument('--tiers', nargs='+', default=['0k', '1k', '2k'])
+    ap.add_argument('--tasks', nargs='+', default=[f'qa{i}' for i in range(1, 11)])
+    ap.add_argument('--samples', type=int, default=5)
+    ap.add_argument('--seed', type=int, default=0)
+    args = ap.parse_args(argv)
+    for p in write(args.out_dir, args.tiers, args.tasks, args.samples, args.seed):
+        print(p)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""Where data comes from.
+
+Search order for a benchmark's files (first hit wins, no network access when files are present):
+
+1. the directory the user gives (``path=`` in the dataset config);
+2. ``$COMPASS_DATA_CACHE/<name>`` (and OpenCompass's legacy ``$COMPASS_DATA_CACHE/data/<legacy>``);
+3. an opt-in download from the Hugging Face hub (``download=True`` in the config or ``LONGCTX_DOWNLOAD=1``)
+   into ``$COMPASS_DATA_CACHE/<name>`` (or ``~/.cache/opencompass_longctx/data/<name>``), at the revision
+   given (``revision=``) or the one recorded by an earlier download.
+
+A directory may hold ``longctx_manifest.json`` (``{"revision": ..., "files": {relpath: sha256}}``), written by
+downloads or by ``python -m opencompass_longctx.sources manifest DIR``; every file listed there is checked
+against its sha256 before use. A missing file raises :class:`DataNotFoundError` naming what was searched and
+how to get it.
+"""
+import argparse
+import glob
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence
+
+from .util import atomic_write_text, sha256_file
+
+MANIFEST = 'longctx_manifest.json'
+
+
+class DataNotFoundError(FileNotFoundError):
+    pass
+
+
+class DataIntegrityError(ValueError):
+    pass
+
+
+@dataclass
+class Source:
+    """One downloadable data set: a name, a hub repo and how to get it by hand."""
+    name: str                    # directory name under $COMPASS_DATA_CACHE
+    hub_repo: Optional[str]      # Hugging Face dataset repo, or None
+    how_to_get: str              # shown in errors and the README
+    legacy_dirs: List[str] = field(default_factory=list)  # relative to $COMPASS_DATA_CACHE
+
+
+def download_enabled(flag: Optional[bool]) -> bool:
+    if flag is not None:
+        return bool(flag)
+    return os.environ.get('LONGCTX_DOWNLOAD', '').lower() in ('1', 'true', 'yes')
+
+
+def default_download_root(source: Source) -> str:
+    base = os.environ.get('COMPASS_DATA_CACHE') or os.path.join(
+        os.path.expanduser('~'), '.cache', 'opencompass_longctx', 'data')
+    return os.path.join(base, source.name)
+
+
+def search_roots(source: Source, path: Optional[str] = None) -> List[str]:
+    """Directories to search, in order; a user-given path is the only root when set."""
+    if path:
+        return [os.path.expanduser(path)]
+    roots = []
+    cache = os.environ.get('COMPASS_DATA_CACHE')
+    if cache:
+        roots.append(os.path.join(cache, source.name))
+        roots += [os.path.join(cache, d) for d in source.legacy_dirs]
+    roots.append(os.path.join(os.path.expanduser('~'), '.cache', 'opencompass_longctx', 'data', source.name))
+    return roots
+
+
+def _manifest_for(file_path: str, root: str):
+    """(manifest dict, relpath) of the nearest manifest between the file and the root, if any."""
+    d = os.path.dirname(os.path.abspath(file_path))
+    root = os.path.abspath(root)
+    while True:
+        m = os.path.join(d, MANIFEST)
+        if os.path.isfile(m):
+            with open(m, encoding='utf-8') as f:
+                return json.load(f), os.path.relpath(file_path, d)
+        if d == root or os.path.dirname(d) == d or not d.startswith(root):
+            return None, None
+        d = os.path.dirname(d)
+
+
+def verify(file_path: str, root: str) -> None:
+    """Check a file against the manifest that lists it (if any). Raises DataIntegrityError on mismatch."""
+    from .cache import file_digest
+    manifest, rel = _manifest_for(file_path, root)
+    if not manifest or rel not in manifest.get('files', {}):
+        return
+    got = file_digest(file_path)
+    want = manifest['files'][rel]
+    if got != want:
+        raise DataIntegrityError(
+            f'{file_path} does not match its manifest ({MANIFEST}): sha256 {got[:16]}... expected '
+            f'{want[:16]}... The file is corrupt or was changed; delete it and download it again.')
+
+
+def find_file(source: Source, candidates: Sequence[str], path: Optional[str] = None,
+              download: Optional[bool] = None, revision: Optional[str] = None,
+              what: str = 'file') -> str:
+    """First existing file among ``candidates`` (relative glob patterns) under the search roots.
+
+    With download enabled and nothing found locally, the first candidate is fetched from the hub.
+    """
+    roots = search_roots(source, path)
+    for root in roots:
+        for pattern in candidates:
+            hits = sorted(glob.glob(os.path.join(root, pattern)))
+            if hits:
+                verify(hits[0], root)
+                return hits[0]
+    if download_enabled(download) and source.hub_repo:
+        return fetch(source, candidates[0], revision=revision, path=path)
+    searched = '\n'.join(f'  {os.path.join(r, c)}' for r in roots for c in candidates)
+    raise DataNotFoundError(
+        f'{source.name}: {what} not found. Searched:\n{searched}\n{source.how_to_get}\n'
+        f'Or set download=True in the dataset config (or LONGCTX_DOWNLOAD=1) to fetch it from the '
+        f'Hugging Face hub ({source.hub_repo}).')
+
+
+def fetch(source: Source, relpath: str, revision: Optional[str] = None, path: Optional[str] = None) -> str:
+    """Download one file from the hub into the data root and record its sha256 and revision."""
+    from huggingface_hub import HfApi, hf_hub_download
+    root = os.path.expanduser(path) if path else default_download_root(source)
+    manifest_path = os.path.join(root, MANIFEST)
+    manifest = {'repo': source.hub_repo, 'revision': None, 'files': {}}
+    if os.path.isfile(manifest_path):
+        with open(manifest_path, encoding='utf-8') as f:
+            manifest = json.load(f)
+    rev = revision or manifest.get('revision')
+    if rev is None:  # pin the revision on first download so later files come from the same commit
+        rev = HfApi().dataset_info(source.hub_repo).sha
+    local = hf_hub_download(source.hub_repo, relpath, repo_type='dataset', revision=rev, local_dir=root)
+    manifest['revision'] = rev
+    manifest['files'][relpath] = sha256_file(local)
+    atomic_write_text(manifest_path, json.dumps(manifest, indent=1, sort_keys=True))
+    return local
+
+
+def write_manifest(root: str, patterns: Sequence[str] = ('**/*.json', '**/*.parquet', '**/*.txt')) -> str:
+    """Record the sha256 of every data file under ``root`` (for data downloaded by hand)."""
+    files = {}
+    for pattern in patterns:
+        for p in glob.glob(os.path.join(root, pattern), recursive=True):
+            if os.path.basename(p) != MANIFEST and os.path.isfile(p):
+                files[os.path.relpath(p, root)] = sha256_file(p)
+    out = os.path.join(root, MANIFEST)
+    old = {}
+    if os.path.isfile(out):
+        with open(out, encoding='utf-8') as f:
+            old = json.load(f)
+    old['files'] = dict(sorted(files.items()))
+    atomic_write_text(out, json.dumps(old, indent=1, sort_keys=True))
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description='Data-source tools.')
+    sub = ap.add_subparsers(dest='cmd', required=True)
+    m = sub.add_parser('manifest', help='write longctx_manifest.json (sha256 of every data file) in DIR')
+    m.add_argument('directory')
+    args = ap.parse_args(argv)
+    print(write_manifest(args.directory))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
