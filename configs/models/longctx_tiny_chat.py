@@ -1,13 +1,19 @@
 # The project's tiny random-weight chat model (built on first use, CPU only): proves the pipeline.
 import os
 
+from mmengine.config import read_base
+
 from opencompass_longctx.models.tiny import TinyChatModel
+
+with read_base():
+    from opencompass_longctx.configs.meta_template import LONGCTX_META_TEMPLATE
 
 models = [
     dict(
         type=TinyChatModel,
         abbr='tiny-chat',
         path=os.environ.get('LONGCTX_TINY_MODEL', 'outputs/longctx_demo/tiny-chat'),  # built on first use
+        meta_template=LONGCTX_META_TEMPLATE,
         model_kwargs=dict(device_map='cpu', torch_dtype='float32'),
         max_seq_len=16384,
         max_out_len=20,

@@ -19,6 +19,15 @@ babilong_infer_cfg = dict(
     retriever=dict(type=ZeroRetriever),
     inferencer=dict(type=GenInferencer, max_out_len=20),
 )
+# With a system prompt (the leaderboard's API-path scripts use "You are a helpful assistant."): use
+# dict(d, infer_cfg=babilong_system_infer_cfg, abbr=d['abbr'] + '_sys'). A real system message needs a model
+# meta template with a SYSTEM role (opencompass_longctx.configs.meta_template.LONGCTX_META_TEMPLATE).
+babilong_system_infer_cfg = dict(
+    babilong_infer_cfg,
+    prompt_template=dict(type=PromptTemplate, template=dict(
+        begin=[dict(role='SYSTEM', fallback_role='HUMAN', prompt='You are a helpful assistant.')],
+        round=[dict(role='HUMAN', prompt='{prompt}')])),
+)
 babilong_eval_cfg = dict(evaluator=dict(type=BabilongEvaluator, mode='official'))
 
 BABILONG_BASE = [
