@@ -1,0 +1,47 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / 'shared'
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path, monkeypatch):
+    """Every test gets its own dataset cache and no data roots from the machine; no network."""
+    monkeypatch.setenv('LONGCTX_CACHE_DIR', str(tmp_path / 'longctx_cache'))
+    monkeypatch.delenv('COMPASS_DATA_CACHE', raising=False)
+    monkeypatch.delenv('BABILONG_DATA', raising=False)
+    monkeypatch.delenv('LONGCTX_DOWNLOAD', raising=False)
+    monkeypatch.setenv('HOME', str(tmp_path / 'home'))
+    monkeypatch.setenv('HF_HUB_OFFLINE', '1')
+    monkeypatch.setenv('HF_DATASETS_OFFLINE', '1')
+    monkeypatch.setenv('LONGCTX_PROGRESS', '0')
+
+
+@pytest.fixture(scope='session')
+def tiny_model_dir(tmp_path_factory):
+    from opencompass_longctx.tiny_model import build
+    return build(str(tmp_path_factory.mktemp('models') / 'tiny-chat'))
+
+
+@pytest.fixture
+def demo_babilong(tmp_path):
+    """BABILong-format files the project writes itself (qa1-qa10 at 0k and 1k, 5 samples each)."""
+    from opencompass_longctx import demo_data
+    root = tmp_path / 'babilong'
+    demo_data.write(str(root), tiers=('0k', '1k'), samples=5)
+    return root
+
+
+def run_opencompass(args, cwd, env_extra=None, timeout=900):
+    """Run the real `opencompass` command in a subprocess; return CompletedProcess."""
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    exe = Path(sys.executable).with_name('opencompass')
+    cmd = [str(exe)] if exe.exists() else [sys.executable, '-m', 'opencompass.cli.main']
+    return subprocess.run(cmd + list(args), cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)

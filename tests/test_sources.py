@@ -1,0 +1,68 @@
+import json
+
+import pytest
+
+from opencompass_longctx.sources import (MANIFEST, DataIntegrityError, DataNotFoundError, Source, find_file,
+                                         write_manifest)
+
+SRC = Source(name='bench', hub_repo='someone/bench', how_to_get='Run: get-bench --here',
+             legacy_dirs=['data/bench_legacy'])
+
+
+def test_user_path_first_then_data_cache_then_legacy(tmp_path, monkeypatch):
+    user = tmp_path / 'user'
+    (user / 'x').mkdir(parents=True)
+    (user / 'x' / 'a.json').write_text('[]')
+    assert find_file(SRC, ['x/a.json'], path=str(user)) == str(user / 'x' / 'a.json')
+
+    cache = tmp_path / 'cache'
+    monkeypatch.setenv('COMPASS_DATA_CACHE', str(cache))
+    legacy = cache / 'data' / 'bench_legacy' / 'x'
+    legacy.mkdir(parents=True)
+    (legacy / 'a.json').write_text('[]')
+    assert find_file(SRC, ['x/a.json']) == str(legacy / 'a.json')
+    main = cache / 'bench' / 'x'
+    main.mkdir(parents=True)
+    (main / 'a.json').write_text('[]')
+    assert find_file(SRC, ['x/a.json']) == str(main / 'a.json')
+
+
+def test_missing_file_names_what_was_searched_and_how_to_get_it(tmp_path):
+    with pytest.raises(DataNotFoundError) as e:
+        find_file(SRC, ['x/a.json', 'y/a.json'], path=str(tmp_path / 'nowhere'), what='a at 1k')
+    msg = str(e.value)
+    assert 'a at 1k' in msg and 'x/a.json' in msg and 'y/a.json' in msg
+    assert 'get-bench --here' in msg and 'download=True' in msg
+
+
+def test_no_download_unless_asked(tmp_path, monkeypatch):
+    import opencompass_longctx.sources as sources
+    monkeypatch.setattr(sources, 'fetch', lambda *a, **k: pytest.fail('network used without opt-in'))
+    with pytest.raises(DataNotFoundError):
+        find_file(SRC, ['x/a.json'], path=str(tmp_path))
+
+
+def test_opt_in_download_goes_through_fetch(tmp_path, monkeypatch):
+    import opencompass_longctx.sources as sources
+    seen = {}
+
+    def fake_fetch(source, relpath, revision=None, path=None):
+        seen.update(source=source.name, relpath=relpath, revision=revision)
+        return 'fetched'
+    monkeypatch.setattr(sources, 'fetch', fake_fetch)
+    monkeypatch.setenv('LONGCTX_DOWNLOAD', '1')
+    assert find_file(SRC, ['x/a.json'], path=str(tmp_path), revision='abc') == 'fetched'
+    assert seen == {'source': 'bench', 'relpath': 'x/a.json', 'revision': 'abc'}
+
+
+def test_manifest_detects_a_changed_file(tmp_path):
+    (tmp_path / 'x').mkdir()
+    f = tmp_path / 'x' / 'a.json'
+    f.write_text('[1, 2, 3]')
+    write_manifest(str(tmp_path))
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    assert list(manifest['files']) == ['x/a.json']
+    assert find_file(SRC, ['x/a.json'], path=str(tmp_path)) == str(f)
+    f.write_text('[1, 2, 4]')
+    with pytest.raises(DataIntegrityError, match='corrupt or was changed'):
+        find_file(SRC, ['x/a.json'], path=str(tmp_path))
