@@ -1,4 +1,5 @@
-# BABILong summary groups per tier (children before parents, as OpenCompass computes them in order):
+# BABILong summary groups per tier (children before parents, as OpenCompass computes them in order).
+# Subsets name their metric ('accuracy') so the group is the plain mean of the task accuracies.
 #   babilong_qa1-5_<tier>  the paper's and leaderboard's headline (mean over qa1-qa5)
 #   babilong_qa1-10_<tier> the mean over qa1-qa10 (OpenCompass's older BABILong group)
 from mmengine.config import read_base
@@ -7,7 +8,7 @@ with read_base():
     from opencompass_longctx.configs.tier_table import STANDARD_TIERS
 
 babilong_summary_groups = [
-    dict(name=f'babilong_qa1-{last}_{tier}', subsets=[f'babilong_qa{i}_{tier}' for i in range(1, last + 1)])
+    dict(name=f'babilong_qa1-{last}_{tier}', subsets=[(f'babilong_qa{i}_{tier}', 'accuracy') for i in range(1, last + 1)])
     for tier in STANDARD_TIERS for last in (5, 10)
 ]
 

@@ -9,7 +9,7 @@ class BabilongEvaluator(BaseEvaluator):
 
     ``score`` reads the question and task of each sample from the test set (the official rule ignores
     labels that occur in the question). Empty, ``None`` or non-string predictions count as wrong and are
-    reported as ``invalid_predictions``.
+    reported in ``counts['invalid_predictions']``.
     """
 
     def __init__(self, mode: str = 'official', pred_postprocessor=None):
@@ -21,6 +21,9 @@ class BabilongEvaluator(BaseEvaluator):
     def score(self, predictions, references, test_set):
         res = score_many(list(predictions), list(references), list(test_set['question']),
                          list(test_set['task']), self.mode)
-        return {'accuracy': res['accuracy'], 'n': res['n'], 'correct': res['correct'],
-                'invalid_predictions': res['invalid_predictions'], 'scoring_mode': self.mode,
+        # Only 'accuracy' is numeric at the top level, so OpenCompass's summary shows one row per dataset;
+        # the counts sit in the results file under 'counts'.
+        return {'accuracy': res['accuracy'], 'scoring_mode': self.mode,
+                'counts': {'n': res['n'], 'correct': res['correct'],
+                           'invalid_predictions': res['invalid_predictions']},
                 'details': res['details']}
