@@ -7,7 +7,8 @@ setup(
     long_description=open('README.md', encoding='utf-8').read(),
     long_description_content_type='text/markdown',
     packages=find_packages(include=['opencompass_longctx', 'opencompass_longctx.*']),
-    package_data={'opencompass_longctx': ['configs/*.py', 'configs/**/*.py', 'data/**/*']},
+    package_data={'opencompass_longctx': ['configs/*.py', 'configs/**/*.py', '*/pools/*', '*/pools/**/*',
+                                         '*/data/*', '*/data/**/*']},
     include_package_data=True,
     python_requires='>=3.10',
     install_requires=[
