@@ -1,0 +1,67 @@
+"""Every shipped config parses; tier files differ only in the tier; abbrs are unique; the leaderboard
+example parses and partitions with --dry-run."""
+import difflib
+import glob
+import os
+import re
+
+import pytest
+from mmengine.config import Config
+
+from conftest import REPO, run_opencompass
+from opencompass_longctx.configs.tier_table import STANDARD_TIERS
+
+ALL_CONFIGS = sorted(p for p in glob.glob(str(REPO / 'configs' / '**' / '*.py'), recursive=True)
+                     if not os.path.basename(p).startswith('_'))
+TIER_FILES = sorted(glob.glob(str(REPO / 'configs' / 'datasets' / '*' / '*_*_gen.py')))
+
+
+@pytest.mark.parametrize('path', ALL_CONFIGS + [str(REPO / 'examples' / 'eval_longctx_demo.py'),
+                                                str(REPO / 'examples' / 'eval_longctx.py')],
+                         ids=lambda p: os.path.relpath(p, REPO))
+def test_config_parses(path):
+    Config.fromfile(path)
+
+
+def test_babilong_has_every_standard_tier_and_they_differ_only_in_the_tier():
+    bench_files = {re.match(r'babilong_(.+)_gen\.py', os.path.basename(p)).group(1): p
+                   for p in TIER_FILES if os.path.basename(p).startswith('babilong_')}
+    assert set(STANDARD_TIERS) <= set(bench_files)
+    ref = open(bench_files['128k']).read()
+    for tier, path in bench_files.items():
+        text = open(path).read().replace(f"'{tier}'", "'128k'")
+        diff = [d for d in difflib.unified_diff(ref.splitlines(), text.splitlines(), lineterm='', n=0)
+                if not d.startswith(('---', '+++', '@@'))]
+        assert diff == [], (path, diff)
+
+
+def test_tier_configs_give_unique_abbrs_with_the_tier():
+    seen = {}
+    for path in TIER_FILES:
+        cfg = Config.fromfile(path)
+        (var,) = [k for k in cfg.keys() if k.endswith('_datasets')]
+        for d in cfg[var]:
+            assert d['abbr'] not in seen, (d['abbr'], path, seen.get(d['abbr']))
+            assert d['abbr'].endswith('_' + d['tier'])
+            seen[d['abbr']] = path
+    assert len(seen) >= 12 * 10
+
+
+def test_summary_groups_name_existing_datasets():
+    cfg = Config.fromfile(str(REPO / 'configs' / 'summarizers' / 'babilong.py'))
+    abbrs = {d['abbr'] for p in TIER_FILES for k, v in Config.fromfile(p).items() if k.endswith('_datasets')
+             for d in v}
+    for g in cfg['babilong_summary_groups']:
+        for subset in g['subsets']:
+            assert subset[0] in abbrs and subset[1] == 'accuracy'
+
+
+def test_leaderboard_example_dry_run(tmp_path):
+    proc = run_opencompass([str(REPO / 'examples' / 'eval_longctx.py'), '--dry-run'], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cfg = Config.fromfile(str(REPO / 'examples' / 'eval_longctx.py'))
+    n_tasks = len(cfg['models']) * len(cfg['datasets'])
+    assert f'Partitioned into {n_tasks} tasks.' in proc.stdout + proc.stderr
+    for m in cfg['models']:
+        assert m['engine_config']['tp'] == m['run_cfg']['num_gpus']
+        assert m['max_seq_len'] > m['max_out_len'] == 20
