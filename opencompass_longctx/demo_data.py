@@ -112,6 +112,49 @@ def make_sample(task: str, tier: str, seed: int, tokenizer=None) -> dict:
     return {'input': tokenizer.decode(out).strip(), 'question': question, 'target': target}
 
 
+BABI_NAMES = {1: 'single-supporting-fact', 2: 'two-supporting-facts', 3: 'three-supporting-facts',
+              4: 'two-arg-relations', 5: 'three-arg-relations', 6: 'yes-no-questions', 7: 'counting',
+              8: 'lists-sets', 9: 'simple-negation', 10: 'indefinite-knowledge'}
+
+
+def write_babi(out_dir: str, tasks=tuple(f'qa{i}' for i in range(1, 11)), stories: int = 20,
+               seed: int = 0) -> List[str]:
+    """bAbI-format test files (``qaN_<name>_test.txt``) of made-up stories, two questions per story."""
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    for task in tasks:
+        n = int(task[2:])
+        lines = []
+        for s in range(stories):
+            lineno = 0
+            for q in range(2):
+                facts, question, target = _story(task, random.Random(f'babi|{task}|{seed}|{s}|{q}'))
+                for fact in facts:
+                    lineno += 1
+                    lines.append(f'{lineno} {fact}')
+                lineno += 1
+                lines.append(f'{lineno} {question}\t{target}\t{lineno - 1}')
+        path = os.path.join(out_dir, f'qa{n}_{BABI_NAMES[n]}_test.txt')
+        with open(path, 'w', encoding='utf-8') as f:
+            f.write('\n'.join(lines) + '\n')
+        paths.append(path)
+    return paths
+
+
+def write_books(out_dir: str, books: int = 3, sentences: int = 4000, seed: int = 0) -> List[str]:
+    """Plain-text "books" of made-up sentences, in paragraphs, as a stand-in for PG19."""
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    for b in range(books):
+        rng = random.Random(f'book|{seed}|{b}')
+        paras = [' '.join(_sentence(rng) for _ in range(8)) for _ in range(sentences // 8)]
+        path = os.path.join(out_dir, f'book_{b:02d}.txt')
+        with open(path, 'w', encoding='utf-8') as f:
+            f.write(f'THE BOOK OF {b}\n\n' + '\n\n'.join(paras) + '\n')
+        paths.append(path)
+    return paths
+
+
 def file_name(tier: str) -> str:
     """Published file names: lower-case k, upper-case M (``1M.json``)."""
     name = parse_tier(tier).name

@@ -16,6 +16,8 @@ def isolated_env(tmp_path, monkeypatch):
     monkeypatch.delenv('COMPASS_DATA_CACHE', raising=False)
     monkeypatch.delenv('BABILONG_DATA', raising=False)
     monkeypatch.delenv('LONGCTX_DOWNLOAD', raising=False)
+    monkeypatch.delenv('BABI_DIR', raising=False)
+    monkeypatch.delenv('PG19_DIR', raising=False)
     monkeypatch.setenv('HOME', str(tmp_path / 'home'))
     monkeypatch.setenv('HF_HUB_OFFLINE', '1')
     monkeypatch.setenv('HF_DATASETS_OFFLINE', '1')
@@ -35,6 +37,16 @@ def demo_babilong(tmp_path):
     root = tmp_path / 'babilong'
     demo_data.write(str(root), tiers=('0k', '1k'), samples=5)
     return root
+
+
+@pytest.fixture
+def babi_inputs(tmp_path):
+    """Generator inputs the project writes itself: bAbI-format test files and plain-text books."""
+    from opencompass_longctx import demo_data
+    babi, books = tmp_path / 'babi', tmp_path / 'books'
+    demo_data.write_babi(str(babi), stories=20)
+    demo_data.write_books(str(books), books=3, sentences=6000)
+    return str(babi), str(books)
 
 
 def run_opencompass(args, cwd, env_extra=None, timeout=900):

@@ -16,7 +16,7 @@ from ..sources import Source
 from ..tiers import parse_tier
 
 PUBLISHED_TIERS = ('0k', '1k', '2k', '4k', '8k', '16k', '32k', '64k', '128k', '256k', '512k', '1m', '10m')
-SAMPLE_SOURCES = ('100', '1000', 'official')
+SAMPLE_SOURCES = ('100', '1000', 'official', 'generated')
 
 SOURCE_100 = Source(
     name='babilong', hub_repo='RMT-team/babilong',
@@ -64,7 +64,9 @@ def check_available(task: str, tier: str, source: Source) -> None:
     if t not in tiers:
         raise BabilongDataError(
             f'BABILong ({source.hub_repo}) has no {t} tier; published tiers: {", ".join(tiers)}. '
-            'A new tier needs generated data.')
+            'A new tier needs generated data: give babi_dir= (the bAbI v1.2 en-10k directory with '
+            'qaN_*_test.txt) and background_dir= (PG19 test books, *.txt) in the dataset config, or set '
+            '$BABI_DIR and $PG19_DIR; see the README, "Add a tier".')
     if n > max_task:
         raise BabilongDataError(
             f'BABILong ({source.hub_repo}) has no {task} at {t}: it holds qa1-qa{max_task} at that tier.')

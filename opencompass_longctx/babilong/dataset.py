@@ -1,77 +1,129 @@
-"""BABILong as an OpenCompass dataset: one (task, tier) split per dataset config."""
+"""BABILong as an OpenCompass dataset: one (task, tier) split per dataset config.
+
+Published tiers are read from the user's BABILong files; a tier BABILong does not publish (192k, 2m, ...) or
+``sample_source='generated'`` is made by :mod:`.generator` from bAbI stories and background books, through
+the same cache, when ``babi_dir`` and ``background_dir`` are given (or ``$BABI_DIR`` and ``$PG19_DIR``).
+"""
 import hashlib
 import json
 import os
-from typing import Dict, Iterator, Optional
+from typing import Dict, Iterable, Iterator, Optional, Tuple
 
 from opencompass.datasets.base import BaseDataset
 from tqdm import tqdm
 
 from ..cache import DatasetCache, make_key
-from ..sources import find_file
+from ..sources import DataNotFoundError, find_file
 from ..tiers import parse_tier
 from ..tokenization import GPT2_TOKENIZER, get_tokenizer
 from . import data as bdata
 from .prompts import format_prompt, prompt_parts
 
 
-def build_rows(path: str, task: str, tier: str, parts: Dict[str, str], tokenizer, source_name: str,
-               indices, num_samples: Optional[int], variant: str) -> Iterator[Dict]:
-    wanted = None if indices is None else set(indices)
-    taken = 0
-    desc = f'BABILong {task} {tier}'
-    for i, rec in enumerate(tqdm(bdata.iter_records(path), desc=desc, unit='sample', mininterval=5,
-                                 disable=os.environ.get('LONGCTX_PROGRESS', '1') == '0')):
-        if num_samples is not None and taken >= num_samples:
-            break
-        if wanted is not None and i not in wanted:
-            continue
-        r = bdata.check_record(rec, path, i)
+def _progress(it, desc: str):
+    return tqdm(it, desc=desc, unit='sample', mininterval=5,
+                disable=os.environ.get('LONGCTX_PROGRESS', '1') == '0')
+
+
+def build_rows(records: Iterable[Tuple[int, Dict]], task: str, tier: str, parts: Dict[str, str], tokenizer,
+               source_name: str, variant: str) -> Iterator[Dict]:
+    """Dataset rows from ``(index, {input, question, target[, generation]})`` records."""
+    for i, r in records:
         prompt = format_prompt(r['input'], r['question'], parts)
-        taken += 1
-        yield {
+        row = {
             'prompt': prompt, 'target': r['target'], 'question': r['question'], 'task': task, 'tier': tier,
             'tier_tokens': parse_tier(tier).tokens(1000), 'index': i,
             'prompt_tokens': tokenizer.count(prompt), 'count_tokenizer': tokenizer.name,
             'prompt_variant': variant, 'sample_source': source_name,
         }
+        if 'generation' in r:
+            row['generation'] = json.dumps(r['generation'], sort_keys=True)
+        yield row
+
+
+def _file_records(path: str, indices, num_samples: Optional[int]):
+    wanted = None if indices is None else set(indices)
+    taken = 0
+    for i, rec in enumerate(bdata.iter_records(path)):
+        if num_samples is not None and taken >= num_samples:
+            break
+        if wanted is not None and i not in wanted:
+            continue
+        taken += 1
+        yield i, bdata.check_record(rec, path, i)
 
 
 def load_babilong(tier: str, task: str = 'qa1', path: Optional[str] = None, sample_source: str = '100',
                   num_samples: Optional[int] = None, sample_indices=None, use_instruction: bool = True,
                   use_examples: bool = True, use_post_prompt: bool = True, prompt_variant: str = 'official',
                   count_tokenizer: str = GPT2_TOKENIZER, download: Optional[bool] = None,
-                  revision: Optional[str] = None, demo_data: bool = False):
+                  revision: Optional[str] = None, demo_data: bool = False, babi_dir: Optional[str] = None,
+                  background_dir: Optional[str] = None, seed: int = 0, generator_tokenizer: str = GPT2_TOKENIZER,
+                  fix_len_off_by_one: bool = False):
     """Build (or reload from the cache) one BABILong split as a ``datasets.Dataset`` of plain strings.
 
     ``demo_data=True`` (demo and tests only): write the project's own BABILong-format sample file for this
     task and tier under ``path`` when it is missing (see :mod:`opencompass_longctx.demo_data`).
+    Generated splits take ``num_samples`` samples (default 100) and record their provenance per row.
     """
     tier = parse_tier(tier).name
-    source = bdata.source_for(str(sample_source), tier)
-    bdata.check_available(task, tier, source)
+    bdata.task_number(task)
     if num_samples is not None and (not isinstance(num_samples, int) or num_samples < 1):
         raise bdata.BabilongDataError(f'num_samples must be a positive integer or None, got {num_samples!r}')
+    parts = prompt_parts(task, prompt_variant, use_instruction, use_examples, use_post_prompt)
+    tokenizer = get_tokenizer(count_tokenizer)
+    params = dict(tier=tier, task=task, num_samples=num_samples, prompt_variant=prompt_variant,
+                  prompt_sha256=hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest())
+    babi_dir = babi_dir or os.environ.get('BABI_DIR') or None
+    background_dir = background_dir or os.environ.get('PG19_DIR') or None
+    cache = DatasetCache()
+    desc = f'BABILong {task} {tier}'
+
+    def generated():
+        from .generator import Generator
+        gen = Generator(babi_dir, background_dir, generator_tokenizer, seed, fix_len_off_by_one)
+        n = num_samples or 100
+        params.update(sample_source='generated', generator=gen.fingerprint(), samples=n)
+        key = make_key('babilong', params, tokenizer.fingerprint, gen.input_files([task]), cache.root)
+        return cache.get_or_build('babilong', key, lambda: build_rows(
+            _progress(enumerate(gen.iter_samples(task, tier, n)), desc + ' (generating)'), task, tier, parts,
+            tokenizer, 'generated', prompt_variant), params=params)
+
+    if str(sample_source) == 'generated':
+        return generated()
+    source = bdata.source_for(str(sample_source), tier)
+    published = tier in bdata.PUBLISHED_TIERS
+    if published:
+        bdata.check_available(task, tier, source)
     if demo_data:
         if not path:
             raise bdata.BabilongDataError('demo_data=True needs path= (where to write the demo files)')
         from .. import demo_data as demo
         if not os.path.isfile(os.path.join(path, 'data', task, demo.file_name(tier))):
             demo.write(path, tiers=[tier], tasks=[task], samples=max(num_samples or 5, 5))
-    parts = prompt_parts(task, prompt_variant, use_instruction, use_examples, use_post_prompt)
-    file_path = find_file(source, bdata.file_candidates(task, tier, source), path=path, download=download,
-                          revision=revision, what=f'{task} at {tier}')
+    try:
+        file_path = find_file(source, bdata.file_candidates(task, tier, source), path=path,
+                              download=download if published else False, revision=revision,
+                              what=f'{task} at {tier}')
+    except DataNotFoundError:
+        if published:
+            raise
+        if babi_dir and background_dir:  # a tier BABILong does not publish: make it
+            return generated()
+        bdata.check_available(task, tier, source)  # raises: says what to provide
+        raise
     indices = bdata.load_indices(sample_indices, task)
-    tokenizer = get_tokenizer(count_tokenizer)
-    params = dict(tier=tier, task=task, sample_source=str(sample_source), num_samples=num_samples,
-                  indices=indices, prompt_variant=prompt_variant,
-                  prompt_sha256=hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest(),
-                  source=source.hub_repo, file=os.path.basename(file_path))
-    cache = DatasetCache()
+    params.update(sample_source=str(sample_source), indices=indices, source=source.hub_repo,
+                  file=os.path.basename(file_path))
     key = make_key('babilong', params, tokenizer.fingerprint, [file_path], cache.root)
+    label = source.hub_repo
+    if not published:  # a file for a tier BABILong does not publish: ours if our generator's manifest is there
+        from .generator import MANIFEST_NAME
+        root = os.path.dirname(os.path.dirname(os.path.dirname(file_path)))
+        label = 'generated' if os.path.isfile(os.path.join(root, MANIFEST_NAME)) else 'local'
     ds = cache.get_or_build('babilong', key, lambda: build_rows(
-        file_path, task, tier, parts, tokenizer, source.hub_repo, indices, num_samples, prompt_variant),
-        params=params)
+        _progress(_file_records(file_path, indices, num_samples), desc), task, tier, parts, tokenizer,
+        label, prompt_variant), params=params)
     if indices is not None and len(ds) < len(set(indices)) and num_samples is None:
         raise bdata.BabilongDataError(f'{file_path}: sample_indices ask for rows the file does not have '
                                       f'({len(ds)} of {len(set(indices))} found)')
