@@ -139,9 +139,10 @@ def split_sentences(window: bytes, drop_first: bool):
     first, n = (1 if drop_first else 0), len(ends)
     if n <= first:
         return b'', np.zeros(0, dtype=np.int64)
-    sentences = [t + e for t, e in zip(texts[first:n], ends[first:n])]
-    sizes = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences)) + 1
-    return b' ' + b' '.join(sentences), np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    texts, ends = texts[first:n], ends[first:n]
+    sizes = (np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+             + np.fromiter(map(len, ends), dtype=np.int64, count=len(ends)) + 1)
+    return b' ' + b' '.join(map(b''.join, zip(texts, ends))), np.concatenate(([0], np.cumsum(sizes)[:-1]))
 
 
 class BackgroundSampler:
@@ -195,9 +196,14 @@ class BackgroundSampler:
                     tail = self.tok.decode_bytes(ids[bounds[kept[n]]:bounds[kept[n]] + take].tolist())
                     kept, klen = kept[:n], klen[:n]
                 # the kept sentences' own bytes, gathered without a Python loop over sentences
-                sb, blen = starts[kept], piece_ends[kept] - starts[kept]
-                idx = np.repeat(sb - np.concatenate(([0], np.cumsum(blen)[:-1])), blen) + np.arange(int(blen.sum()))
-                texts.append(np.frombuffer(raw, dtype=np.uint8)[idx].tobytes())
+                blen = piece_ends[kept] - starts[kept]
+                if len(kept) and kept[-1] == len(kept) - 1:  # no short sentence skipped: one slice
+                    texts.append(raw[:int(piece_ends[kept[-1]])])
+                else:
+                    keep = np.zeros(len(starts), dtype=bool)
+                    keep[kept] = True
+                    mask = np.repeat(keep, piece_ends - starts)
+                    texts.append(np.frombuffer(raw, dtype=np.uint8)[mask].tobytes())
                 byte_lens.append(blen)
                 tok_lens.append(klen)
                 total += int(klen.sum())

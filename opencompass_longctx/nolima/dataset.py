@@ -116,9 +116,10 @@ def build_rows(pairs: List[Pair], books, book_indices: List[int], L: int, tier: 
                     pl = hs.place(book, needle, L, d, shift)
                 else:
                     pl = hs.place_static(book, needle, L, d, static_depth)
-                text = pl.text
+                text, anchored = pl.text, True
                 if pair.distractor is not None:
-                    text = hs.insert_distractor(book, text, pair.distractor, L, dd, shift)
+                    ins = hs.insert_distractor(book, pl, needle, pair.distractor, dd, shift)
+                    text, anchored = ins.text, ins.anchored
                 prompt = build_prompt(text, question, pair.task_template)
                 gold = [name] if pair.has_char else list(pair.gold_answers)
                 approx = (L + count(template.format(haystack='', question=question)) + count(' ' + needle + '\n')
@@ -133,6 +134,7 @@ def build_rows(pairs: List[Pair], books, book_indices: List[int], L: int, tier: 
                     'context_length': L, 'tier': tier, 'depth': d, 'depth_index': di,
                     'needle_token_depth': pl.needle_depth, 'window_start': pl.start, 'line_break': pl.line_break,
                     'placement': placement, 'distractor': pair.distractor or '', 'distractor_depth': dd,
+                    'distractor_anchored': anchored,
                     'seed': seed, 'length_tokenizer': tokenizer.name, 'canonical_length': canonical,
                     'prompt_tokens_approx': approx,
                 }

@@ -257,21 +257,61 @@ def draw_distractor_depth(rng: np.random.RandomState, depth: float, L: int) -> f
     return float(dd)
 
 
-def insert_distractor(book: BookTokens, needle_text: str, distractor: str, L: int, distractor_depth: float,
-                      shift: int = 0) -> str:
+@dataclass
+class DistractorInsertion:
+    text: str
+    line_break: int     # the distractor's line-break token (in its own placement)
+    anchored: bool      # True: the authors' anchor matched exactly once; False: the position fallback was used
+
+
+def _newline_pos(book: BookTokens, pl: 'Placement', needle: str, q: int) -> Optional[int]:
+    """Character index, in a placement's text, of the newline that line-break token q ends its line with."""
+    if q < pl.line_break:
+        i = book.decode(pl.start, q + 1).rfind('\n')
+        return i if i >= 0 else None
+    if q > pl.line_break:
+        head = book.decode(pl.start, pl.line_break + 1)
+        cut = head.rfind('\n')
+        base = (cut if cut >= 0 else 0) + 1 + len(needle) + 1
+        i = book.decode(pl.line_break + 1, q + 1).rfind('\n')
+        return base + i if i >= 0 else None
+    head = book.decode(pl.start, q + 1)  # q is the needle's own line end: its newline made way for the needle
+    cut = head.rfind('\n')
+    return cut if cut >= 0 else 0
+
+
+def insert_distractor(book: BookTokens, needle_pl: 'Placement', needle: str, distractor: str,
+                      distractor_depth: float, shift: int = 0) -> DistractorInsertion:
     """Insert the distractor into a needle placement the authors' way: place the distractor alone, take the
     49 characters before it (24 for L < 500) as an anchor, and insert ``" " + distractor + "\\n"`` right after
-    the anchor's unique occurrence in the needle placement (1 character earlier for L < 500)."""
+    the anchor's occurrence in the needle placement (1 character earlier for L < 500). The anchor sits at the
+    end of the distractor's line, so this leaves a blank line after the distractor.
+
+    Where the authors' code fails (the anchor occurs twice, or not at all because the distractor's line end
+    lies outside the needle's window), the same insertion is made at the newline of the line-break token in
+    the needle's window nearest to the distractor's (``anchored=False``).
+    """
+    L = needle_pl.length
+    text = needle_pl.text
     alone = place(book, distractor, L, distractor_depth, shift)
     idx = alone.text.index(' ' + distractor + '\n')
     n = 24 if L < 500 else 49
     anchor = alone.text[max(0, idx - n):idx]
-    count = needle_text.count(anchor) if anchor else 0
-    if count != 1:
-        raise PlacementError(f'distractor anchor {anchor!r} occurs {count} times in the needle placement '
-                             f'(L={L}, distractor depth {distractor_depth:.3f}); it must occur exactly once')
-    pos = needle_text.index(anchor) + len(anchor) - (1 if L < 500 else 0)
-    return needle_text[:pos] + ' ' + distractor + '\n' + needle_text[pos:]
+    back = 1 if L < 500 else 0
+    if anchor and text.count(anchor) == 1:
+        pos = text.index(anchor) + len(anchor) - back
+        return DistractorInsertion(text[:pos] + ' ' + distractor + '\n' + text[pos:], alone.line_break, True)
+    lb = book.line_breaks
+    lo, hi = np.searchsorted(lb, needle_pl.start, 'right'), np.searchsorted(lb, needle_pl.end, 'left')
+    cands = sorted({int(q) for q in lb[lo:hi]} | {needle_pl.line_break},
+                   key=lambda q: (abs(q - alone.line_break), q))
+    for q in cands:
+        nl = _newline_pos(book, needle_pl, needle, q)
+        if nl is not None:
+            pos = max(0, nl - back)
+            return DistractorInsertion(text[:pos] + ' ' + distractor + '\n' + text[pos:], alone.line_break, False)
+    raise PlacementError(f'no line end in the needle\'s window (L={L}) to put the distractor at '
+                         f'(depth {distractor_depth:.3f})')
 
 
 def depth_grid(n: int) -> np.ndarray:
