@@ -1,6 +1,7 @@
 """BABILong evaluator: accuracy in a named scoring mode, with per-sample details."""
 from opencompass.openicl.icl_evaluator import BaseEvaluator
 
+from .. import __version__
 from .scoring import MODES, ScoringError, score_many
 
 
@@ -23,7 +24,7 @@ class BabilongEvaluator(BaseEvaluator):
                          list(test_set['task']), self.mode)
         # Only 'accuracy' is numeric at the top level, so OpenCompass's summary shows one row per dataset;
         # the counts sit in the results file under 'counts'.
-        return {'accuracy': res['accuracy'], 'scoring_mode': self.mode,
+        return {'accuracy': res['accuracy'], 'scoring_mode': self.mode, 'package_version': __version__,
                 'counts': {'n': res['n'], 'correct': res['correct'],
                            'invalid_predictions': res['invalid_predictions']},
                 'details': res['details']}

@@ -1,0 +1,90 @@
+"""How each benchmark's dataset abbreviations map to table rows and tiers (no OpenCompass import).
+
+One entry per benchmark: a regular expression that reads the task and the tier from a dataset abbr, the rows
+of the main table (each the mean of the listed tasks' scores; the first row is the headline used for effective
+length), the tiers that make the model's short-context base, and the name of the metric in the results file.
+A dataset whose abbr matches no entry, or whose tier part is not a tier, is left to OpenCompass's own table.
+"""
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..tiers import TierError, parse_tier
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    tasks: Tuple[str, ...]
+    # a row is computed only when every task is there (as the BABILong leaderboard's avg needs all of qa1-qa5)
+
+
+@dataclass(frozen=True)
+class Bench:
+    name: str
+    pattern: str
+    rows: Tuple[Row, ...]
+    base_tiers: Tuple[str, ...]
+    metric: str = 'accuracy'
+    tier_unit: int = 1000
+    # extra row names derived from a per-task attribute (filled by the benchmark's evaluator), optional
+    notes: str = ''
+
+    def match(self, abbr: str) -> Optional[Tuple[str, str]]:
+        m = re.match(self.pattern, abbr)
+        if not m:
+            return None
+        try:
+            tier = parse_tier(m.group('tier')).name
+        except TierError:
+            return None
+        return m.group('task'), tier
+
+
+def _qa(n: int) -> Tuple[str, ...]:
+    return tuple(f'qa{i}' for i in range(1, n + 1))
+
+
+BENCHMARKS: List[Bench] = [
+    Bench(name='babilong', pattern=r'^babilong_(?P<task>qa\d+)_(?P<tier>[0-9.]+[kKmM]?)$',
+          rows=(Row('qa1-qa5', _qa(5)), Row('qa1-qa10', _qa(10))), base_tiers=('0k',),
+          notes='accuracy (%), official scoring; rows are means over tasks'),
+]
+
+
+def bench_by_name(name: str) -> Bench:
+    for b in BENCHMARKS:
+        if b.name == name:
+            return b
+    raise KeyError(name)
+
+
+@dataclass
+class Cell:
+    """One (model, benchmark, row, tier) entry of the main table."""
+    score: Optional[float] = None
+    ci95: Optional[float] = None
+    n: int = 0
+    status: str = 'ok'          # ok | n/a | missing
+    reason: str = ''
+    tasks: Dict[str, float] = field(default_factory=dict)
+
+    def text(self, with_ci: bool = False) -> str:
+        if self.status == 'n/a':
+            return 'N/A'
+        if self.status == 'missing' or self.score is None:
+            return '-'
+        return f'{self.score:.1f}' + (f' ±{self.ci95:.1f}' if with_ci and self.ci95 is not None else '')
+
+
+def classify(abbrs: Sequence[str]) -> Dict[str, Dict[str, Dict[str, str]]]:
+    """{bench: {tier: {task: abbr}}} for every abbr a benchmark recognises."""
+    out: Dict[str, Dict[str, Dict[str, str]]] = {}
+    for abbr in abbrs:
+        for b in BENCHMARKS:
+            hit = b.match(abbr)
+            if hit:
+                task, tier = hit
+                out.setdefault(b.name, {}).setdefault(tier, {})[task] = abbr
+                break
+    return out

@@ -1,0 +1,180 @@
+"""The tier table: effective lengths, N/A rule, confidence intervals, published references, and a real
+opencompass run with two models, copied tier configs and the long-context summarizer."""
+import csv
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, run_opencompass
+from opencompass_longctx import __version__
+from opencompass_longctx.summarizers.metrics import effective_length, mean_with_ci, nolima_threshold
+from opencompass_longctx.summarizers.report import ModelInfo, build, to_csv, to_json, to_markdown
+from opencompass_longctx.summarizers.longctx import derive_summary_groups
+
+
+def test_nolima_effective_length_gpt4o_example():
+    # NoLiMa's GPT-4o: base 99.3 -> threshold 84.4; 1K 98.1, 2K 98.0, 4K 95.7, 8K 89.2, 16K 81.6, 32K 69.7
+    scores = [('1k', 98.1), ('2k', 98.0), ('4k', 95.7), ('8k', 89.2), ('16k', 81.6), ('32k', 69.7)]
+    thr = nolima_threshold(99.3)
+    assert thr == pytest.approx(84.405)
+    assert effective_length(scores, thr) == {'contiguous': '8k', 'raw': '8k'}
+
+
+def test_effective_length_rules():
+    assert effective_length([('1k', 50.0), ('2k', 90.0)], 85.6) == {'contiguous': '<1k', 'raw': '2k'}
+    assert effective_length([('1k', 90.0), ('2k', None), ('4k', 95.0)], 85.6) == {'contiguous': '1k', 'raw': '4k'}
+    assert effective_length([('1k', None)], 85.6) == {'contiguous': None, 'raw': None}
+    assert nolima_threshold(0.0) is None and nolima_threshold(None) is None
+
+
+def test_confidence_interval():
+    mean, ci, n = mean_with_ci([(50.0, 100)])
+    assert mean == 50.0 and n == 100
+    assert ci == pytest.approx(1.96 * 100 * (0.5 * 0.5 / 104) ** 0.5, rel=1e-3)
+    _, ci_zero, _ = mean_with_ci([(0.0, 20)])
+    assert ci_zero > 0  # no zero-width interval at 0%
+    _, ci5, n5 = mean_with_ci([(50.0, 100)] * 5)
+    assert n5 == 500 and ci5 == pytest.approx(ci / 5 ** 0.5, rel=1e-6)
+
+
+def write_result(work, model, abbr, acc, n=10, over=0, version=__version__, details=None):
+    d = work / 'results' / model
+    d.mkdir(parents=True, exist_ok=True)
+    res = {'accuracy': acc, 'counts': [{'n': n, 'correct': 0, 'invalid_predictions': 0, 'over_length': over}],
+           'package_version': [version] if version else None, 'details': details or []}
+    if version is None:
+        res.pop('package_version')
+    (d / f'{abbr}.json').write_text(json.dumps(res))
+
+
+def test_table_na_missing_published_and_versions(tmp_path):
+    abbrs = [f'babilong_qa{i}_{t}' for t in ('0k', '4k', '64k') for i in range(1, 6)] + ['other_dataset']
+    for t, acc in (('0k', 70.0), ('4k', 66.0)):
+        for i in range(1, 6):
+            write_result(tmp_path, 'qwen2.5-7b-instruct', f'babilong_qa{i}_{t}', acc)
+    # 64k: every sample over the model's length -> N/A, not 0
+    for i in range(1, 6):
+        write_result(tmp_path, 'qwen2.5-7b-instruct', f'babilong_qa{i}_64k', 0.0, n=10, over=10)
+    # second model: 4k results missing for qa3 (failed task), 64k above its max_seq_len; an old result file
+    for t in ('0k', '4k'):
+        for i in range(1, 6):
+            if (t, i) != ('4k', 3):
+                write_result(tmp_path, 'my-model', f'babilong_qa{i}_{t}', 40.0, version=None if i == 1 else __version__)
+    models = [ModelInfo('qwen2.5-7b-instruct', 131072), ModelInfo('my-model', 32768)]
+    rep = build(str(tmp_path), models, abbrs)
+    assert rep['tiers'] == ['0k', '4k', '64k']
+    rows = {(r.model, r.row): r for r in rep['rows']}
+    assert set(rows) == {('qwen2.5-7b-instruct', 'qa1-qa5'), ('my-model', 'qa1-qa5')}  # qa1-qa10 not run
+    q = rows[('qwen2.5-7b-instruct', 'qa1-qa5')]
+    assert q.cells['64k'].status == 'n/a' and 'longer than the model' in q.cells['64k'].reason
+    assert q.mean == pytest.approx(68.0)  # N/A excluded from the mean
+    assert q.published_name == 'Qwen2.5-7B-Instruct' and q.published['4k'] == 66
+    assert q.effective['nolima']['base'] == 70.0 and q.effective['nolima']['contiguous'] == '4k'
+    assert q.effective['ruler']['contiguous'] == '<0k'
+    m = rows[('my-model', 'qa1-qa5')]
+    assert m.cells['4k'].status == 'missing' and 'babilong_qa3_4k' in m.cells['4k'].reason
+    assert m.cells['64k'].status == 'n/a' and 'max_seq_len 32768' in m.cells['64k'].reason
+    assert m.published_name is None and 'my-model' in rep['models_without_published_counterpart']
+    assert any('my-model/babilong_qa1_0k' in n and 'older version' in n for n in rep['notes'])
+    md = to_markdown(rep)
+    assert '| qwen2.5-7b-instruct | babilong | qa1-qa5 | 70.0 ±' in md and '| N/A |' in md
+    assert 'published: Qwen2.5-7B-Instruct | 68 | 66 | 55 |' in md
+    assert 'measured - published | +2.0 | +0.0 |' in md
+    rows_csv = list(csv.DictReader(to_csv(rep).splitlines()))
+    assert {r['status'] for r in rows_csv} == {'ok', 'n/a', 'missing'}
+    assert json.loads(to_json(rep))['rows'][0]['cells']['0k']['n'] == 50
+
+
+def test_user_aliases_and_tier_order(tmp_path):
+    abbrs = ['babilong_qa1_1m', 'babilong_qa1_192k', 'babilong_qa1_2k']
+    for a in abbrs:
+        write_result(tmp_path, 'm', a, 10.0)
+    for i in range(2, 6):
+        for t in ('1m', '192k', '2k'):
+            write_result(tmp_path, 'm', f'babilong_qa{i}_{t}', 10.0)
+            abbrs.append(f'babilong_qa{i}_{t}')
+    rep = build(str(tmp_path), [ModelInfo('m')], abbrs, model_aliases={'babilong': {'m': 'Gemini 1.5 Pro 002'}})
+    assert rep['tiers'] == ['2k', '192k', '1m']
+    (r,) = rep['rows']
+    assert r.published_name == 'Gemini 1.5 Pro 002' and r.published['1m'] == 42
+
+
+def test_groups_derived_from_abbrs():
+    abbrs = [f'babilong_qa{i}_{t}' for t in ('4k', '192k') for i in range(1, 11)] + ['babilong_qa1_1k']
+    names = [g['name'] for g in derive_summary_groups(abbrs)]
+    assert names == ['babilong_qa1-qa5_4k', 'babilong_qa1-qa10_4k', 'babilong_qa1-qa5_192k',
+                     'babilong_qa1-qa10_192k']
+
+
+RUN_CONFIG = '''
+from mmengine.config import read_base
+from opencompass.partitioners import NaivePartitioner, NumWorkerPartitioner
+from opencompass.runners import LocalRunner
+from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
+
+from opencompass_longctx.models.rule_reader import BabiRuleReader
+
+with read_base():
+    from ..configs.datasets.babilong.babilong_0k_gen import babilong_datasets as b0
+    from ..configs.datasets.babilong.babilong_1k_gen import babilong_datasets as b1
+    from ..configs.datasets.babilong.babilong_3k_gen import babilong_datasets as b3
+    from ..configs.models.longctx_tiny_chat import models as tiny
+    from ..configs.summarizers.longctx import summarizer
+
+datasets = [dict(d, path=DATA, demo_data=True, num_samples=3) for d in [*b0[:5], *b1[:5], *b3[:5]]]
+models = [*tiny, dict(type=BabiRuleReader, abbr='rule-reader', max_seq_len=100000, max_out_len=20,
+                      batch_size=8, run_cfg=dict(num_gpus=0))]
+summarizer = dict(summarizer, model_aliases=dict(babilong={'rule-reader': 'Qwen2.5-7B-Instruct'}))
+infer = dict(partitioner=dict(type=NumWorkerPartitioner, num_worker=1),
+             runner=dict(type=LocalRunner, max_num_workers=2, task=dict(type=OpenICLInferTask)))
+eval = dict(partitioner=dict(type=NaivePartitioner, n=1000),
+            runner=dict(type=LocalRunner, max_num_workers=2, task=dict(type=OpenICLEvalTask)))
+'''
+
+
+def test_two_models_copied_tier_and_report(tmp_path):
+    shutil.copytree(REPO / 'configs', tmp_path / 'configs')
+    bdir = tmp_path / 'configs' / 'datasets' / 'babilong'
+    text = (bdir / 'babilong_128k_gen.py').read_text()
+    (bdir / 'babilong_3k_gen.py').write_text(text.replace("TIER = '128k'", "TIER = '3k'"))  # copy a config
+    (tmp_path / 'examples').mkdir()
+    cfg = tmp_path / 'examples' / 'run.py'
+    cfg.write_text(RUN_CONFIG.replace('DATA', repr(str(tmp_path / 'data'))))
+    env = {'LONGCTX_TINY_MODEL': str(tmp_path / 'tiny'), 'LONGCTX_CACHE_DIR': str(tmp_path / 'cache')}
+    proc = run_opencompass([str(cfg), '-w', 'out'], tmp_path, env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = glob.glob(str(tmp_path / 'out' / '*'))
+    logs = glob.glob(os.path.join(run, 'logs', '**', '*.out'), recursive=True)
+    assert logs and not any('Traceback' in open(p).read() for p in logs)
+    assert 'Long-context tier table' in proc.stdout
+    (js,) = glob.glob(os.path.join(run, 'summary', 'longctx_*.json'))
+    rep = json.load(open(js))
+    assert rep['tiers'] == ['0k', '1k', '3k']  # the copied tier is a new column, with no other edit
+    rows = {(r['model'], r['row']): r for r in rep['rows']}
+    assert set(rows) == {('tiny-chat', 'qa1-qa5'), ('rule-reader', 'qa1-qa5')}
+    rule = rows[('rule-reader', 'qa1-qa5')]
+    for tier in ('0k', '1k', '3k'):
+        cell = rule['cells'][tier]
+        assert cell['status'] == 'ok' and cell['n'] == 15 and cell['ci95'] > 0
+        assert cell['tasks']['qa1'] == 100.0 and cell['tasks']['qa2'] == 100.0  # it reads the whole context
+        assert cell['tasks']['qa3'] == 0.0
+    assert rule['effective']['nolima']['contiguous'] == '3k' and rule['effective']['ruler']['contiguous'] == '<0k'
+    assert rule['published_name'] == 'Qwen2.5-7B-Instruct'
+    md = open(js[:-5] + '.md').read()
+    assert 'measured - published' in md and '| tiny-chat | babilong | qa1-qa5 |' in md
+    plots = glob.glob(os.path.join(js[:-5] + '_plots', '*.png'))
+    assert [os.path.basename(p) for p in plots] == ['score_vs_tier_babilong_qa1-qa5.png']
+    assert os.path.getsize(plots[0]) > 10000
+    summary = open(glob.glob(os.path.join(run, 'summary', 'summary_*.csv'))[0]).read()
+    assert 'babilong_qa1-qa5_3k' in summary  # derived group in OpenCompass's own table
+    # re-summarize from the files alone
+    out = subprocess.run([sys.executable, '-m', 'opencompass_longctx.report', str(tmp_path / 'out'), '--no-plots'],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert '| rule-reader | babilong | qa1-qa5 |' in out.stdout
+    assert os.path.isfile(os.path.join(run, 'summary', 'longctx_report.csv'))
