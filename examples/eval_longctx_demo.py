@@ -28,7 +28,7 @@ datasets = [dict(d, path=f'{DEMO_DIR}/babilong', demo_data=True, num_samples=NUM
 # benchmarks x tiers, effective lengths, plots) follows it; groups are derived from the datasets' abbrs.
 summarizer = dict(
     summarizer,
-    dataset_abbrs=[f'babilong_qa1-{last}_{tier}' for tier in TIERS for last in (5, 10)]
+    dataset_abbrs=[f'babilong_qa1-qa{last}_{tier}' for tier in TIERS for last in (5, 10)]
     + [d['abbr'] for d in datasets],
 )
 

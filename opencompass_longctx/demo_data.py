@@ -1,22 +1,22 @@
 """Small BABILong-format data written by the project itself, for the demo and the tests.
 
 It is *not* BABILong (that data is licensed and downloaded by the user): stories in the style of bAbI
-tasks qa1-qa10, made up here from a seeded RNG, hidden in background sentences that are also made up
-here, laid out exactly like RMT-team/babilong (``data/qaN/<LEN>.json``: a JSON array of
+tasks qa1-qa10 and "books" of background sentences, both made up here from a seeded RNG, written in the real
+formats (bAbI ``qaN_<name>_test.txt``, plain-text books) and turned into BABILong files by the project's
+generator, laid out exactly like RMT-team/babilong (``data/qaN/<LEN>.json``: a JSON array of
 ``{"input", "question", "target"}``). As in the real data, the input holds (tier - 300) GPT-2 tokens
 (facts only at 0k). Deterministic: the same arguments give byte-identical files.
 
     python -m opencompass_longctx.demo_data OUT_DIR [--tiers 0k 1k 2k] [--tasks qa1 ... qa10] [--samples 5]
 """
 import argparse
-import json
 import os
 import random
 import sys
 from typing import List, Tuple
 
 from .tiers import parse_tier
-from .tokenization import GPT2_TOKENIZER, get_tokenizer
+from .util import atomic_write_text
 
 PEOPLE = ['Mary', 'John', 'Sandra', 'Daniel']
 GIVERS = ['Bill', 'Fred', 'Jeff', 'Mary']
@@ -24,7 +24,6 @@ PLACES = ['bathroom', 'bedroom', 'garden', 'hallway', 'kitchen', 'office']
 OBJECTS = ['apple', 'football', 'milk']
 MOVES = ['went to', 'journeyed to', 'travelled to', 'moved to', 'went back to']
 NUMBERS = ['none', 'one', 'two', 'three']
-PROMPT_ALLOWANCE = 300  # GPT-2 tokens left for the prompt, as in the published data
 
 _ADJ = ['old', 'quiet', 'narrow', 'distant', 'pale', 'heavy', 'bright', 'silent', 'crooked', 'gentle']
 _NOUN = ['miller', 'river', 'carriage', 'lantern', 'orchard', 'captain', 'window', 'village', 'bridge',
@@ -83,35 +82,6 @@ def _sentence(rng: random.Random) -> str:
             f'{rng.choice(_NOUN)} {rng.choice(_ADV)}.')
 
 
-def make_sample(task: str, tier: str, seed: int, tokenizer=None) -> dict:
-    tokenizer = tokenizer or get_tokenizer(GPT2_TOKENIZER)
-    rng = random.Random(f'{task}|{tier}|{seed}')
-    facts, question, target = _story(task, rng)
-    budget = parse_tier(tier).tokens(1000) - PROMPT_ALLOWANCE
-    fact_ids = tokenizer.encode_batch([' ' + f for f in facts])
-    bg_budget = budget - sum(len(x) for x in fact_ids)
-    background: List[List[int]] = []
-    total = 0
-    while total < bg_budget:
-        batch = tokenizer.encode_batch([' ' + _sentence(rng) for _ in range(256)])
-        for ids in batch:
-            if total >= bg_budget:
-                break
-            ids = ids[:bg_budget - total]  # the last sentence is cut at the token level, as the authors do
-            background.append(ids)
-            total += len(ids)
-    gaps = sorted(rng.randint(0, len(background)) for _ in facts)  # facts keep their order
-    out: List[int] = []
-    fi = 0
-    for gi in range(len(background) + 1):
-        while fi < len(facts) and gaps[fi] == gi:
-            out += fact_ids[fi]
-            fi += 1
-        if gi < len(background):
-            out += background[gi]
-    return {'input': tokenizer.decode(out).strip(), 'question': question, 'target': target}
-
-
 BABI_NAMES = {1: 'single-supporting-fact', 2: 'two-supporting-facts', 3: 'three-supporting-facts',
               4: 'two-arg-relations', 5: 'three-arg-relations', 6: 'yes-no-questions', 7: 'counting',
               8: 'lists-sets', 9: 'simple-negation', 10: 'indefinite-knowledge'}
@@ -135,8 +105,7 @@ def write_babi(out_dir: str, tasks=tuple(f'qa{i}' for i in range(1, 11)), storie
                 lineno += 1
                 lines.append(f'{lineno} {question}\t{target}\t{lineno - 1}')
         path = os.path.join(out_dir, f'qa{n}_{BABI_NAMES[n]}_test.txt')
-        with open(path, 'w', encoding='utf-8') as f:
-            f.write('\n'.join(lines) + '\n')
+        atomic_write_text(path, '\n'.join(lines) + '\n')
         paths.append(path)
     return paths
 
@@ -149,8 +118,7 @@ def write_books(out_dir: str, books: int = 3, sentences: int = 4000, seed: int =
         rng = random.Random(f'book|{seed}|{b}')
         paras = [' '.join(_sentence(rng) for _ in range(8)) for _ in range(sentences // 8)]
         path = os.path.join(out_dir, f'book_{b:02d}.txt')
-        with open(path, 'w', encoding='utf-8') as f:
-            f.write(f'THE BOOK OF {b}\n\n' + '\n\n'.join(paras) + '\n')
+        atomic_write_text(path, f'THE BOOK OF {b}\n\n' + '\n\n'.join(paras) + '\n')
         paths.append(path)
     return paths
 
@@ -163,21 +131,17 @@ def file_name(tier: str) -> str:
 
 def write(out_dir: str, tiers=('0k', '1k', '2k'), tasks=tuple(f'qa{i}' for i in range(1, 11)),
           samples: int = 5, seed: int = 0) -> List[str]:
-    tokenizer = get_tokenizer(GPT2_TOKENIZER)
-    paths = []
-    for task in tasks:
-        for tier in tiers:
-            path = os.path.join(out_dir, 'data', task, file_name(tier))
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            tmp = path + '.tmp'
-            with open(tmp, 'w', encoding='utf-8') as f:  # streamed: large tiers never sit in memory whole
-                f.write('[')
-                for i in range(samples):
-                    f.write((',\n' if i else '\n') + json.dumps(make_sample(task, tier, seed + i, tokenizer)))
-                f.write('\n]\n')
-            os.replace(tmp, path)
-            paths.append(path)
-    return paths
+    """BABILong-format files made by the project's BABILong generator from made-up inputs (bAbI-style
+    stories and books of made-up sentences, written under ``out_dir/inputs``)."""
+    from .babilong.generator import Generator
+    from .babilong.generator import write as generate
+    inputs = os.path.join(out_dir, 'inputs')
+    babi, books = os.path.join(inputs, 'babi'), os.path.join(inputs, 'books')
+    write_babi(babi, tasks=tasks, stories=max(20, samples), seed=seed)
+    if not os.path.isdir(books):
+        write_books(books, books=3, sentences=6000, seed=seed)
+    generate(Generator(babi, books, seed=seed), out_dir, tiers, tasks, samples, progress=False)
+    return [os.path.join(out_dir, 'data', t, file_name(tier)) for t in tasks for tier in tiers]
 
 
 def main(argv=None):

@@ -310,7 +310,7 @@ def write(generator: Generator, out_dir: str, tiers: Sequence[str], tasks: Seque
             path = os.path.join(out_dir, rel)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             records = []
-            with open(path + '.tmp', 'w', encoding='utf-8') as f:
+            with open(f'{path}.tmp-{os.getpid()}', 'w', encoding='utf-8') as f:
                 f.write('[')
                 for i, s in enumerate(generator.iter_samples(task, tier, samples)):
                     gen = s.pop('generation')
@@ -318,10 +318,16 @@ def write(generator: Generator, out_dir: str, tiers: Sequence[str], tasks: Seque
                     records.append(gen)
                     bar.update(1)
                 f.write('\n]\n')
-            os.replace(path + '.tmp', path)
+            os.replace(f'{path}.tmp-{os.getpid()}', path)
             manifest['outputs'][rel] = {'sha256': sha256_file(path), 'samples': records}
     bar.close()
     out = os.path.join(out_dir, MANIFEST_NAME)
+    if os.path.isfile(out):  # more tiers/tasks made by the same generator: keep the earlier entries
+        with open(out, encoding='utf-8') as f:
+            old = json.load(f)
+        if old.get('generator') == manifest['generator']:
+            manifest['inputs'] = {**old.get('inputs', {}), **manifest['inputs']}
+            manifest['outputs'] = {**old.get('outputs', {}), **manifest['outputs']}
     atomic_write_text(out, json.dumps(manifest, indent=1, sort_keys=True))
     return out
 
