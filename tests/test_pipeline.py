@@ -137,3 +137,30 @@ def test_unknown_tier_stops_the_run_with_a_clear_error(tmp_path):
     proc = run_opencompass([str(REPO / 'tests' / 'configs' / 'bad_tier.py')], tmp_path)
     assert proc.returncode != 0
     assert "TierError: unknown tier '12q'; accepted:" in proc.stderr
+
+
+def test_over_length_tier_is_skipped_and_reported_as_not_applicable(tmp_path):
+    """max_seq_len 1200 holds the 0k prompts but no 2k prompt: those are never sent to the model (no silent
+    truncation), counted as over-length, and the tier table shows N/A for 2k, not 0."""
+    from opencompass_longctx import demo_data
+    from opencompass_longctx.overlength import OVER_LENGTH
+    demo_data.write(str(tmp_path / 'data'), tiers=('0k', '2k'), tasks=[f'qa{i}' for i in range(1, 6)], samples=3)
+    env = {'LONGCTX_TEST_DATA': str(tmp_path / 'data'), 'LONGCTX_TINY_MODEL': str(tmp_path / 'tiny'),
+           'LONGCTX_CACHE_DIR': str(tmp_path / 'cache')}
+    proc = run_opencompass([str(REPO / 'tests' / 'configs' / 'babilong_overlength.py'), '-w', 'out'], tmp_path, env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = glob.glob(str(tmp_path / 'out' / '*'))
+    assert_clean_logs(run_dir)
+    preds = json.load(open(os.path.join(run_dir, 'predictions', 'tiny-chat', 'babilong_qa1_2k.json')))
+    assert [p['prediction'] for p in preds.values()] == [OVER_LENGTH] * 3
+    preds0 = json.load(open(os.path.join(run_dir, 'predictions', 'tiny-chat', 'babilong_qa1_0k.json')))
+    assert all(p['prediction'] != OVER_LENGTH for p in preds0.values())
+    res = json.load(open(os.path.join(run_dir, 'results', 'tiny-chat', 'babilong_qa3_2k.json')))
+    assert res['counts'][0]['over_length'] == 3 and 'accuracy' not in res
+    infer_log = open(glob.glob(os.path.join(run_dir, 'logs', 'infer', 'tiny-chat', '*.out'))[0]).read()
+    assert "over-length policy 'skip': 3 of 3 prompts" in infer_log
+    (js,) = glob.glob(os.path.join(run_dir, 'summary', 'longctx_*.json'))
+    (row,) = json.load(open(js))['rows']
+    assert row['cells']['2k']['status'] == 'n/a' and 'longer than the model' in row['cells']['2k']['reason']
+    assert row['cells']['0k']['status'] == 'ok' and row['mean'] == row['cells']['0k']['score']
+    assert '| N/A |' in open(js[:-5] + '.md').read()

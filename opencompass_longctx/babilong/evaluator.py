@@ -1,7 +1,7 @@
 """BABILong evaluator: accuracy in a named scoring mode, with per-sample details."""
 from opencompass.openicl.icl_evaluator import BaseEvaluator
 
-from .. import __version__
+from .. import __version__, overlength
 from .scoring import MODES, ScoringError, score_many
 
 
@@ -10,7 +10,8 @@ class BabilongEvaluator(BaseEvaluator):
 
     ``score`` reads the question and task of each sample from the test set (the official rule ignores
     labels that occur in the question). Empty, ``None`` or non-string predictions count as wrong and are
-    reported in ``counts['invalid_predictions']``.
+    reported in ``counts['invalid_predictions']``. Prompts the model could not hold (see
+    :mod:`opencompass_longctx.overlength`) are left out of the accuracy and counted in ``counts['over_length']``.
     """
 
     def __init__(self, mode: str = 'official', pred_postprocessor=None):
@@ -20,11 +21,21 @@ class BabilongEvaluator(BaseEvaluator):
         self.mode = mode
 
     def score(self, predictions, references, test_set):
-        res = score_many(list(predictions), list(references), list(test_set['question']),
-                         list(test_set['task']), self.mode)
+        kept, over = overlength.split(list(predictions))
+        questions, tasks = test_set['question'], test_set['task']
+        res = score_many([predictions[i] for i in kept], [references[i] for i in kept],
+                         [questions[i] for i in kept], [tasks[i] for i in kept], self.mode)
+        details = iter(res['details'])
+        details = [next(details) if not overlength.is_over_length(p) else
+                   {'pred': None, 'answer': r, 'correct': False, 'over_length': True}
+                   for p, r in zip(predictions, references)]
         # Only 'accuracy' is numeric at the top level, so OpenCompass's summary shows one row per dataset;
-        # the counts sit in the results file under 'counts'.
-        return {'accuracy': res['accuracy'], 'scoring_mode': self.mode, 'package_version': __version__,
-                'counts': {'n': res['n'], 'correct': res['correct'],
-                           'invalid_predictions': res['invalid_predictions']},
-                'details': res['details']}
+        # the counts sit in the results file under 'counts'. Over-length samples are left out of the
+        # accuracy; when every sample is over-length there is no accuracy (the summarizer shows N/A).
+        out = {'scoring_mode': self.mode, 'package_version': __version__,
+               'counts': {'n': len(predictions), 'correct': res['correct'],
+                          'invalid_predictions': res['invalid_predictions'], 'over_length': over},
+               'details': details}
+        if kept:
+            out['accuracy'] = res['accuracy']
+        return out

@@ -4,12 +4,12 @@
 # dict(d, sample_source='official') for the leaderboard's 1000-sample sets up to 32k.
 import os
 
-from opencompass.openicl.icl_inferencer import GenInferencer
 from opencompass.openicl.icl_prompt_template import PromptTemplate
 from opencompass.openicl.icl_retriever import ZeroRetriever
 
 from opencompass_longctx.babilong.dataset import BabilongDataset
 from opencompass_longctx.babilong.evaluator import BabilongEvaluator
+from opencompass_longctx.inferencer import LongCtxGenInferencer
 
 BABILONG_TASKS = [f'qa{i}' for i in range(1, 11)]  # qa11-qa20 exist only at 0k
 
@@ -17,7 +17,8 @@ babilong_reader_cfg = dict(input_columns=['prompt'], output_column='target')
 babilong_infer_cfg = dict(
     prompt_template=dict(type=PromptTemplate, template=dict(round=[dict(role='HUMAN', prompt='{prompt}')])),
     retriever=dict(type=ZeroRetriever),
-    inferencer=dict(type=GenInferencer, max_out_len=20),
+    # prompts longer than the model's max_seq_len (after its chat template) are skipped and counted, never cut
+    inferencer=dict(type=LongCtxGenInferencer, max_out_len=20, overlength='skip'),
 )
 # With a system prompt (the leaderboard's API-path scripts use "You are a helpful assistant."): use
 # dict(d, infer_cfg=babilong_system_infer_cfg, abbr=d['abbr'] + '_sys'). A real system message needs a model
