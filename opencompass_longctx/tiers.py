@@ -14,7 +14,7 @@ What a tier means in tokens depends on the benchmark's own convention, given her
 import re
 from dataclasses import dataclass
 
-from .configs.tier_table import STANDARD_TIERS
+from .configs.tier_table import STANDARD_TIERS, TIERS  # noqa: F401
 
 _TIER_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([km]?)\s*$', re.IGNORECASE)
 ACCEPTED_FORMS = ("a number followed by 'k' or 'm' (case-insensitive), e.g. "

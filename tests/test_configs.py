@@ -60,8 +60,13 @@ def test_leaderboard_example_dry_run(tmp_path):
     proc = run_opencompass([str(REPO / 'examples' / 'eval_longctx.py'), '--dry-run'], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     cfg = Config.fromfile(str(REPO / 'examples' / 'eval_longctx.py'))
-    n_tasks = len(cfg['models']) * len(cfg['datasets'])
+    combos = cfg['model_dataset_combinations']
+    n_tasks = sum(len(c['models']) * len(c['datasets']) for c in combos)
     assert f'Partitioned into {n_tasks} tasks.' in proc.stdout + proc.stderr
-    for m in cfg['models']:
+    assert {m['abbr'] for c in combos for m in c['models']} == set(cfg['RUN_MODELS'])
+    for c in combos:
+        (m,) = c['models']
         assert m['engine_config']['tp'] == m['run_cfg']['num_gpus']
-        assert m['max_seq_len'] > m['max_out_len'] == 20
+        assert m['engine_config']['session_len'] >= m['max_seq_len'] > m['max_out_len']
+        # each model only gets the tiers it can hold
+        assert max(cfg['TIERS'][d['tier']] for d in c['datasets']) <= cfg['MAX_TIER'][m['abbr']] <= m['max_seq_len']

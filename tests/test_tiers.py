@@ -31,3 +31,8 @@ def test_bad_tier_lists_accepted_forms(bad):
 
 def test_user_tiers_sort_between_standard_ones():
     assert sort_tiers(['1m', '192k', '2m', '128k', '250']) == ['250', '128k', '192k', '1m', '2m']
+
+
+def test_tier_table_sizes_agree_with_the_parser():
+    from opencompass_longctx.configs.tier_table import TIERS
+    assert all(parse_tier(name).tokens(1000) == tokens for name, tokens in TIERS.items())

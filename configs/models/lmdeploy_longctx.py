@@ -1,0 +1,37 @@
+# LMDeploy (TurboMind) configs for the long-context leaderboard models, one per row of
+# opencompass_longctx/configs/lmdeploy_models.py. Models are read from $LONGCTX_MODEL_ROOT/<name> (local
+# Hugging Face directories; the KV preflight reads their config.json before any weight is loaded).
+# session_len = the largest tier in the model's tokens (+5% for tokenizer differences) + template margin +
+# the longest generation, capped at the model's window. tp == run_cfg.num_gpus.
+import os
+
+from mmengine.config import read_base
+
+from opencompass_longctx.models.lmdeploy import LongCtxTurboMindModel
+
+with read_base():
+    from opencompass_longctx.configs.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
+    from opencompass_longctx.configs.meta_template import LONGCTX_META_TEMPLATE
+    from opencompass_longctx.configs.tier_table import TIERS
+
+MODEL_ROOT = os.environ.get('LONGCTX_MODEL_ROOT', 'models')
+TEMPLATE_MARGIN = 2048
+MAX_OUT_LEN = 192  # the longest generation of the three benchmarks (NoLiMa)
+
+lmdeploy_longctx_models = [
+    dict(
+        type=LongCtxTurboMindModel,
+        abbr=m['abbr'],
+        path=os.path.join(MODEL_ROOT, m['hf_id'].split('/')[1]),
+        meta_template=LONGCTX_META_TEMPLATE,
+        engine_config=dict(m['engine'], session_len=session_len, max_batch_size=m['max_batch_size'], tp=m['tp'],
+                           cache_max_entry_count=m['cache_max_entry_count']),
+        gen_config=dict(do_sample=False),
+        max_seq_len=session_len,
+        max_out_len=MAX_OUT_LEN,
+        batch_size=m['max_batch_size'],
+        run_cfg=dict(num_gpus=m['tp']),
+    )
+    for m in LONGCTX_LMDEPLOY_MODELS
+    for session_len in [min(m['window'], TIERS[m['max_tier']] * 105 // 100 + TEMPLATE_MARGIN + MAX_OUT_LEN)]
+]

@@ -1,0 +1,201 @@
+"""LMDeploy serving for long contexts: engine-key validation, KV-cache preflight, and a TurboMind wrapper
+that runs both before any weight is loaded.
+
+OpenCompass's ``TurboMindModelwithChatTemplate`` silently drops engine keys LMDeploy does not know (a typo, or
+``rope_scaling_factor`` on the PyTorch engine) and lets a too-large ``session_len`` end in an out-of-memory
+crash after minutes of loading. ``LongCtxTurboMindModel`` checks, in order: LMDeploy is installed; every
+engine key is a field of the backend's real config class; ``tp`` equals the GPUs the runner gave the task
+(``run_cfg.num_gpus``); ``session_len >= max_seq_len``; the model directory has a ``config.json``; and the KV
+cache for ``session_len x max_batch_size`` fits in GPU memory, saying which ``tp`` or KV quantisation would fit
+when it does not. Only then is the model loaded.
+
+The arithmetic (no LMDeploy import): KV bytes per token = 2 (K and V) x layers x KV heads x head dim x bytes per
+value (2 for bf16/fp16; 1 for ``quant_policy=8``, 0.5 for ``quant_policy=4``). LMDeploy gives the KV cache
+``cache_max_entry_count`` of the GPU memory left after the weights; with tensor parallelism the weights and
+the KV heads are split over ``tp`` GPUs.
+"""
+import glob
+import json
+import os
+from typing import Dict, Optional
+
+from opencompass.models import TurboMindModelwithChatTemplate
+
+KV_BYTES = {0: 2.0, 8: 1.0, 4: 0.5}  # quant_policy -> bytes per cached value
+
+
+class LMDeployConfigError(ValueError):
+    pass
+
+
+class PreflightError(RuntimeError):
+    pass
+
+
+def read_model_config(path: str) -> Dict:
+    cfg = os.path.join(path, 'config.json')
+    if not os.path.isfile(cfg):
+        raise LMDeployConfigError(
+            f'{path!r} has no config.json: give the local directory of a Hugging Face model (download it first, '
+            'e.g. huggingface-cli download <org>/<model> --local-dir <dir>)')
+    with open(cfg, encoding='utf-8') as f:
+        return json.load(f)
+
+
+def _text_config(cfg: Dict) -> Dict:
+    return cfg.get('text_config') or cfg.get('llm_config') or cfg
+
+
+def kv_geometry(cfg: Dict) -> Dict[str, int]:
+    """Layers, KV heads and head dim from a config.json (Llama/Qwen/InternLM style, or ChatGLM's names)."""
+    c = _text_config(cfg)
+    layers = c.get('num_hidden_layers', c.get('num_layers'))
+    heads = c.get('num_attention_heads')
+    kv_heads = c.get('num_key_value_heads', c.get('multi_query_group_num', heads))
+    if c.get('multi_query_attention') is False:
+        kv_heads = heads
+    head_dim = c.get('head_dim') or c.get('kv_channels') or (c['hidden_size'] // heads)
+    if not (layers and kv_heads and head_dim):
+        raise LMDeployConfigError('config.json lacks the layer/head counts needed for the KV-cache preflight')
+    return {'layers': int(layers), 'kv_heads': int(kv_heads), 'head_dim': int(head_dim)}
+
+
+def kv_bytes_per_token(cfg: Dict, quant_policy: int = 0) -> float:
+    g = kv_geometry(cfg)
+    if quant_policy not in KV_BYTES:
+        raise LMDeployConfigError(f'quant_policy must be one of {sorted(KV_BYTES)}, got {quant_policy!r}')
+    return 2 * g['layers'] * g['kv_heads'] * g['head_dim'] * KV_BYTES[quant_policy]
+
+
+def weight_bytes(path: str, cfg: Dict) -> float:
+    """Exact from the safetensors index when present, else estimated from config.json (bf16)."""
+    for index in glob.glob(os.path.join(path, '*.safetensors.index.json')):
+        with open(index, encoding='utf-8') as f:
+            total = json.load(f).get('metadata', {}).get('total_size')
+        if total:
+            return float(total)
+    files = glob.glob(os.path.join(path, '*.safetensors'))
+    if files:
+        return float(sum(os.path.getsize(f) for f in files))
+    c = _text_config(cfg)
+    h = c['hidden_size']
+    g = kv_geometry(cfg)
+    inter = c.get('intermediate_size') or c.get('ffn_hidden_size') or 4 * h
+    vocab = c.get('vocab_size') or c.get('padded_vocab_size')
+    per_layer = 2 * h * h + 2 * h * g['kv_heads'] * g['head_dim'] + 3 * h * inter
+    params = g['layers'] * per_layer + vocab * h * (1 if c.get('tie_word_embeddings') else 2)
+    return 2.0 * params
+
+
+def kv_plan(cfg: Dict, weights: float, session_len: int, max_batch_size: int, tp: int, cache_max_entry_count: float,
+            quant_policy: int, gpu_memory: float) -> Dict[str, float]:
+    """Per-GPU KV need and budget (bytes) for one engine configuration."""
+    need = kv_bytes_per_token(cfg, quant_policy) * session_len * max_batch_size / tp
+    budget = cache_max_entry_count * max(gpu_memory - weights / tp, 0.0)
+    return {'need': need, 'budget': budget, 'fits': need <= budget}
+
+
+def kv_preflight(path: str, session_len: int, max_batch_size: int = 1, tp: int = 1,
+              cache_max_entry_count: float = 0.8, quant_policy: int = 0, gpu_memory: Optional[float] = None,
+              cfg: Optional[Dict] = None) -> Dict:
+    """Raise :class:`PreflightError` (with a configuration that would fit) when the KV cache cannot fit."""
+    cfg = cfg or read_model_config(path)
+    if gpu_memory is None:
+        import torch
+        if not torch.cuda.is_available():
+            raise PreflightError('no GPU visible for the KV-cache preflight (set gpu_memory_gib to plan for one)')
+        gpu_memory = float(torch.cuda.get_device_properties(0).total_memory)
+    weights = weight_bytes(path, cfg)
+    plan = kv_plan(cfg, weights, session_len, max_batch_size, tp, cache_max_entry_count, quant_policy, gpu_memory)
+    gib = 1024 ** 3
+    report = {'kv_bytes_per_token': kv_bytes_per_token(cfg, quant_policy), 'weights_gib': weights / gib,
+              'kv_need_gib_per_gpu': plan['need'] / gib, 'kv_budget_gib_per_gpu': plan['budget'] / gib,
+              'gpu_memory_gib': gpu_memory / gib, 'tp': tp}
+    if plan['fits']:
+        return report
+    kv_heads = kv_geometry(cfg)['kv_heads']
+    options = []
+    for q in sorted({quant_policy, 8, 4}, key=lambda x: -KV_BYTES[x]):
+        if KV_BYTES[q] > KV_BYTES[quant_policy]:
+            continue
+        for t in (1, 2, 4, 8, 16):
+            if t < tp and q == quant_policy:
+                continue
+            if kv_plan(cfg, weights, session_len, max_batch_size, t, cache_max_entry_count, q, gpu_memory)['fits']:
+                options.append(f'tp={t}' + ('' if q == quant_policy else f' with quant_policy={q} (KV int{q})')
+                               + (' (more GPUs than KV heads: LMDeploy replicates KV heads)' if t > kv_heads else ''))
+                break
+    hint = '; or '.join(options) if options else 'no tp up to 16 or KV quantisation fits: lower session_len'
+    raise PreflightError(
+        f'{path}: the KV cache for session_len={session_len} x max_batch_size={max_batch_size} needs '
+        f'{plan["need"] / gib:.1f} GiB per GPU at tp={tp}, but LMDeploy would give it {plan["budget"] / gib:.1f} GiB '
+        f'(cache_max_entry_count={cache_max_entry_count} of {gpu_memory / gib:.0f} GiB minus '
+        f'{weights / tp / gib:.1f} GiB of weights per GPU). Would fit: {hint}.')
+
+
+def engine_config_class(backend: str):
+    try:
+        import lmdeploy
+    except ImportError as e:
+        raise LMDeployConfigError(
+            'LMDeploy is not installed on this machine: install it where inference runs (a GPU machine) with '
+            "pip install -e '.[lmdeploy]' (or pip install 'opencompass-longctx[lmdeploy]')") from e
+    if backend == 'turbomind':
+        return lmdeploy.TurbomindEngineConfig
+    if backend == 'pytorch':
+        return lmdeploy.PytorchEngineConfig
+    raise LMDeployConfigError(f"backend must be 'turbomind' or 'pytorch', got {backend!r}")
+
+
+def validate_engine_config(engine_config: Dict, backend: str = 'turbomind', max_seq_len: Optional[int] = None,
+                           num_gpus: Optional[int] = None) -> None:
+    """Unknown keys (which OpenCompass would drop silently), tp vs GPUs, session_len vs max_seq_len."""
+    import dataclasses
+    cls = engine_config_class(backend)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(engine_config) - fields)
+    if unknown:
+        hint = (" (the PyTorch engine has no rope_scaling_factor: use hf_overrides={'rope_scaling': {...}})"
+                if 'rope_scaling_factor' in unknown and backend == 'pytorch' else '')
+        raise LMDeployConfigError(f'engine_config keys unknown to {cls.__name__}: {unknown}{hint}; '
+                                  'OpenCompass would drop them silently')
+    tp = int(engine_config.get('tp', 1))
+    if num_gpus is not None and tp != num_gpus:
+        raise LMDeployConfigError(f'engine_config tp={tp} but the task has {num_gpus} GPU(s): set '
+                                  f'run_cfg=dict(num_gpus={tp}) (they must be equal)')
+    session_len = engine_config.get('session_len')
+    if max_seq_len and session_len and session_len < max_seq_len:
+        raise LMDeployConfigError(f'session_len {session_len} < max_seq_len {max_seq_len}: prompts the over-length '
+                                  'check lets through would be cut by LMDeploy')
+    cls(**engine_config)  # the class's own checks (__post_init__)
+
+
+def _visible_gpus() -> Optional[int]:
+    ids = os.environ.get('CUDA_VISIBLE_DEVICES')
+    return len([i for i in ids.split(',') if i.strip()]) if ids else None
+
+
+class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
+    """``TurboMindModelwithChatTemplate`` that validates and preflights before loading (see module doc).
+
+    Extra arguments: ``preflight`` (default True), ``gpu_memory_gib`` (plan for a GPU of that size instead of
+    asking torch).
+    """
+
+    def __init__(self, path: str, engine_config: Optional[Dict] = None, backend: str = 'turbomind',
+                 max_seq_len: Optional[int] = None, tokenizer_only: bool = False, preflight: bool = True,
+                 gpu_memory_gib: Optional[float] = None, **kwargs):
+        engine_config = dict(engine_config or {})
+        if max_seq_len and 'session_len' not in engine_config:
+            engine_config['session_len'] = max_seq_len
+        validate_engine_config(engine_config, backend, max_seq_len,
+                               None if tokenizer_only else _visible_gpus())
+        cfg = read_model_config(path)
+        if preflight and not tokenizer_only:
+            kv_preflight(
+                path, engine_config['session_len'], engine_config.get('max_batch_size', 1),
+                engine_config.get('tp', 1), engine_config.get('cache_max_entry_count', 0.8),
+                engine_config.get('quant_policy', 0),
+                None if gpu_memory_gib is None else gpu_memory_gib * 1024 ** 3, cfg)
+        super().__init__(path=path, engine_config=engine_config, backend=backend, max_seq_len=max_seq_len,
+                         tokenizer_only=tokenizer_only, **kwargs)
