@@ -1,0 +1,66 @@
+"""Copy-a-config: copying <bench>_128k_gen.py to <bench>_192k_gen.py and changing only the tier name gives a
+working 192k dataset that runs through the real opencompass pipeline and appears in the tier table."""
+import glob
+import json
+import os
+import shutil
+
+from conftest import REPO, run_opencompass
+
+RUN = '''
+from mmengine.config import read_base
+from opencompass.partitioners import NaivePartitioner, NumWorkerPartitioner
+from opencompass.runners import LocalRunner
+from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
+
+from opencompass_longctx.models.rule_reader import BabiRuleReader
+
+with read_base():
+    from ..configs.datasets.babilong.babilong_2k_gen import babilong_datasets as babilong_2k
+    from ..configs.datasets.babilong.babilong_192k_gen import babilong_datasets as babilong_192k
+    from ..configs.models.longctx_tiny_chat import models as tiny
+    from ..configs.summarizers.longctx import summarizer
+
+datasets = [dict(d, num_samples=2) for d in [*babilong_2k[:5], *babilong_192k[:5]]]
+models = [*tiny, dict(type=BabiRuleReader, abbr='rule-reader', max_seq_len=400000, max_out_len=20,
+                      batch_size=4, run_cfg=dict(num_gpus=0))]
+infer = dict(partitioner=dict(type=NumWorkerPartitioner, num_worker=1),
+             runner=dict(type=LocalRunner, max_num_workers=2, task=dict(type=OpenICLInferTask)))
+eval = dict(partitioner=dict(type=NaivePartitioner, n=1000),
+            runner=dict(type=LocalRunner, max_num_workers=2, task=dict(type=OpenICLEvalTask)))
+'''
+
+
+def copy_tier(configs, bench, new_tier):
+    d = configs / 'datasets' / bench
+    text = (d / f'{bench}_128k_gen.py').read_text()
+    assert text.count("'128k'") == 1
+    (d / f'{bench}_{new_tier}_gen.py').write_text(text.replace("'128k'", f"'{new_tier}'"))
+
+
+def test_babilong_192k_by_copying_a_config(tmp_path, babi_inputs):
+    shutil.copytree(REPO / 'configs', tmp_path / 'configs')
+    copy_tier(tmp_path / 'configs', 'babilong', '192k')
+    (tmp_path / 'examples').mkdir()
+    (tmp_path / 'examples' / 'run.py').write_text(RUN)
+    from opencompass_longctx import demo_data
+    demo_data.write(str(tmp_path / 'data'), tiers=('2k',), tasks=[f'qa{i}' for i in range(1, 6)], samples=2)
+    env = {'BABI_DIR': babi_inputs[0], 'PG19_DIR': babi_inputs[1], 'BABILONG_DATA': str(tmp_path / 'data'),
+           'LONGCTX_TINY_MODEL': str(tmp_path / 'tiny'), 'LONGCTX_CACHE_DIR': str(tmp_path / 'cache')}
+    proc = run_opencompass([str(tmp_path / 'examples' / 'run.py'), '-w', 'out'], tmp_path, env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = glob.glob(str(tmp_path / 'out' / '*'))
+    for log in glob.glob(os.path.join(run, 'logs', '**', '*.out'), recursive=True):
+        assert 'Traceback' not in open(log).read(), log
+    (js,) = glob.glob(os.path.join(run, 'summary', 'longctx_*.json'))
+    rep = json.load(open(js))
+    assert rep['tiers'] == ['2k', '192k']  # the new column, with no edit of the summarizer
+    rows = {r['model']: r for r in rep['rows']}
+    rule = rows['rule-reader']['cells']['192k']
+    assert rule['status'] == 'ok' and rule['tasks']['qa1'] == 100.0 and rule['n'] == 10  # generated, then read
+    # the tiny model's 16k window cannot hold 192k: N/A, never a truncated prompt or a 0
+    assert rows['tiny-chat']['cells']['192k']['status'] == 'n/a'
+    preds = json.load(open(os.path.join(run, 'predictions', 'rule-reader', 'babilong_qa1_192k.json')))
+    from opencompass_longctx.tokenization import get_tokenizer
+    n = get_tokenizer('tiktoken:gpt2').count(preds['0']['origin_prompt'])  # a plain string for a base model
+    assert 192000 - 300 < n < 192000 + 50  # 191700 tokens of input + the prompt (qa1 ~ 200 tokens)
