@@ -147,9 +147,10 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
                                    {'contiguous': None, 'raw': None}, base=base, threshold=thr),
                     'ruler': dict(effective_length(series, ruler_threshold), threshold=ruler_threshold),
                 }
-                if refs and pub_name and refs.get('row') == row.name and pub_name in refs['models']:
+                published = ((refs or {}).get('rows', {}).get(row.name) or {}).get(pub_name) if pub_name else None
+                if published:
                     rr.published_name = pub_name
-                    rr.published = {t: float(v) for t, v in refs['models'][pub_name].items()}
+                    rr.published = {t: float(v) for t, v in published.items()}
                 rows.append(rr)
     unmatched = sorted({m.abbr for m in models} - {r.model for r in rows if r.published_name})
     return {'tiers': all_tiers, 'rows': rows, 'notes': sorted(set(notes)), 'package_version': __version__,
