@@ -172,6 +172,13 @@ def test_two_models_copied_tier_and_report(tmp_path):
     assert os.path.getsize(plots[0]) > 10000
     summary = open(glob.glob(os.path.join(run, 'summary', 'summary_*.csv'))[0]).read()
     assert 'babilong_qa1-qa5_3k' in summary  # derived group in OpenCompass's own table
+    # re-summarize with OpenCompass itself, no inference: -m viz -r <timestamp>
+    ts = os.path.basename(run)
+    for f in glob.glob(os.path.join(run, 'summary', 'longctx_*')):
+        shutil.rmtree(f) if os.path.isdir(f) else os.remove(f)
+    proc = run_opencompass([str(cfg), '-w', 'out', '-m', 'viz', '-r', ts], tmp_path, env)
+    assert proc.returncode == 0 and 'Long-context tier table' in proc.stdout, proc.stderr[-2000:]
+    assert json.load(open(glob.glob(os.path.join(run, 'summary', 'longctx_*.json'))[0]))['tiers'] == rep['tiers']
     # re-summarize from the files alone
     out = subprocess.run([sys.executable, '-m', 'opencompass_longctx.report', str(tmp_path / 'out'), '--no-plots'],
                          capture_output=True, text=True, cwd=tmp_path)

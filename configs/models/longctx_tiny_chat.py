@@ -15,6 +15,7 @@ models = [
         path=os.environ.get('LONGCTX_TINY_MODEL', 'outputs/longctx_demo/tiny-chat'),  # built on first use
         meta_template=LONGCTX_META_TEMPLATE,
         model_kwargs=dict(device_map='cpu', torch_dtype='float32'),
+        generation_kwargs=dict(do_sample=False),  # greedy, as every benchmark's protocol
         max_seq_len=16384,
         max_out_len=20,
         batch_size=8,
