@@ -22,10 +22,19 @@ def derive_summary_groups(abbrs: List[str]) -> List[Dict]:
     groups = []
     for bench in BENCHMARKS:
         for tier, tasks in found.get(bench.name, {}).items():
+            made = set()
             for row in bench.rows:
-                if all(t in tasks for t in row.tasks):
-                    groups.append(dict(name=f'{bench.name}_{row.name}_{tier}',
-                                       subsets=[(tasks[t], bench.metric) for t in row.tasks]))
+                name = f'{bench.name}_{row.name}_{tier}'
+                if row.of_rows:
+                    if all(r in made for r in row.of_rows):
+                        groups.append(dict(name=name, subsets=[(f'{bench.name}_{r}_{tier}', 'naive_average')
+                                                               for r in row.of_rows]))
+                        made.add(row.name)
+                    continue
+                present = [t for t in row.tasks if t in tasks]
+                if present and (row.partial_ok or len(present) == len(row.tasks)):
+                    groups.append(dict(name=name, subsets=[(tasks[t], bench.metric) for t in present]))
+                    made.add(row.name)
     return groups
 
 

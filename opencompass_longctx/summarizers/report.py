@@ -96,8 +96,10 @@ def task_cell(bench: Bench, res: Optional[dict], tier: str, model: ModelInfo, no
     return Cell(score=float(res[bench.metric]), n=n - over, reason=f'{over} over-length' if over else '')
 
 
-def row_cell(row_tasks: Sequence[str], cells: Dict[str, Cell]) -> Cell:
+def row_cell(row_tasks: Sequence[str], cells: Dict[str, Cell], partial_ok: bool = False) -> Cell:
     missing = [t for t in row_tasks if t not in cells]
+    if partial_ok and len(missing) < len(row_tasks):
+        row_tasks, missing = [t for t in row_tasks if t in cells], []
     if missing:
         return Cell(status='missing', reason=f'not run: {", ".join(missing)}')
     na = [t for t in row_tasks if cells[t].status == 'n/a']
@@ -108,6 +110,19 @@ def row_cell(row_tasks: Sequence[str], cells: Dict[str, Cell]) -> Cell:
         return Cell(status='missing', reason='; '.join(cells[t].reason for t in bad))
     mean, ci, n = mean_with_ci([(cells[t].score, cells[t].n) for t in row_tasks])
     return Cell(score=mean, ci95=ci, n=n, tasks={t: cells[t].score for t in row_tasks})
+
+
+def rows_mean_cell(parts: Sequence[Cell], names: Sequence[str]) -> Cell:
+    """The mean of other rows of the same tier (e.g. LongBioBench's mean of its three categories)."""
+    bad = [(n, c) for n, c in zip(names, parts) if c.status != 'ok']
+    if bad:
+        status = 'n/a' if any(c.status == 'n/a' for _, c in bad) else 'missing'
+        return Cell(status=status, reason='; '.join(f'{n}: {c.reason}' for n, c in bad))
+    k = len(parts)
+    ci = (None if any(c.ci95 is None for c in parts)
+          else (sum(c.ci95 ** 2 for c in parts)) ** 0.5 / k)
+    return Cell(score=sum(c.score for c in parts) / k, ci95=ci, n=sum(c.n for c in parts),
+                tasks={n: c.score for n, c in zip(names, parts)})
 
 
 def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
@@ -129,8 +144,14 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
                                  for task, abbr in found[bench.name][tier].items()} for tier in tiers}
             refs = load_references(bench.name)
             pub_name = aliases.get(bench.name, {}).get(model.abbr)
-            for i, row in enumerate(bench.rows):
-                cells = {tier: row_cell(row.tasks, task_cells[tier]) for tier in tiers}
+            done: Dict[str, Dict[str, Cell]] = {}
+            for row in bench.rows:
+                if row.of_rows:
+                    cells = {tier: rows_mean_cell([done[r][tier] for r in row.of_rows], row.of_rows)
+                             for tier in tiers}
+                else:
+                    cells = {tier: row_cell(row.tasks, task_cells[tier], row.partial_ok) for tier in tiers}
+                done[row.name] = cells
                 if all(c.status == 'missing' and c.reason.startswith('not run') for c in cells.values()):
                     continue  # the run has no dataset of this row at any tier
                 ok = [c.score for c in cells.values() if c.status == 'ok']

@@ -14,9 +14,16 @@ from ..tiers import TierError, parse_tier
 
 @dataclass(frozen=True)
 class Row:
+    """A table row: the mean of some tasks' scores, or (``of_rows``) the mean of other rows of the same tier.
+
+    By default every task must be there (the BABILong leaderboard's avg needs all of qa1-qa5); with
+    ``partial_ok`` the row is the mean of the tasks the tier has (LongBioBench leaves the n=5/10 cells out of
+    its smallest tiers).
+    """
     name: str
-    tasks: Tuple[str, ...]
-    # a row is computed only when every task is there (as the BABILong leaderboard's avg needs all of qa1-qa5)
+    tasks: Tuple[str, ...] = ()
+    partial_ok: bool = False
+    of_rows: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -45,10 +52,26 @@ def _qa(n: int) -> Tuple[str, ...]:
     return tuple(f'qa{i}' for i in range(1, n + 1))
 
 
+_TIER = r'(?P<tier>[0-9.]+[kKmM]?)'
+
+
+def _longbio_rows() -> Tuple[Row, ...]:
+    from ..longbio.catalogue import LONGBIO_CATEGORIES, LONGBIO_CELLS
+    cats = tuple(Row(cat, tuple(c['cell'] for c in LONGBIO_CELLS if c['category'] == cat), partial_ok=True)
+                 for cat in LONGBIO_CATEGORIES)
+    return cats + (Row('mean', of_rows=tuple(LONGBIO_CATEGORIES)),)
+
+
 BENCHMARKS: List[Bench] = [
-    Bench(name='babilong', pattern=r'^babilong_(?P<task>qa\d+)_(?P<tier>[0-9.]+[kKmM]?)$',
+    Bench(name='babilong', pattern=r'^babilong_(?P<task>qa\d+)_' + _TIER + '$',
           rows=(Row('qa1-qa5', _qa(5)), Row('qa1-qa10', _qa(10))), base_tiers=('0k',),
           notes='accuracy (%), official scoring; rows are means over tasks'),
+    Bench(name='longbio', pattern=r'^longbio_(?!strict_)(?P<task>[a-z_0-9]+?)_' + _TIER + '$',
+          rows=_longbio_rows(), base_tiers=('0k', '1k', '2k'), tier_unit=1024,
+          notes='accuracy (%), compat mode; categories are means over their cells, mean over the categories'),
+    Bench(name='longbio_strict', pattern=r'^longbio_strict_(?P<task>[a-z_0-9]+?)_' + _TIER + '$',
+          rows=_longbio_rows(), base_tiers=('0k', '1k', '2k'), tier_unit=1024,
+          notes='accuracy (%), strict mode (the authors\' bugs fixed)'),
 ]
 
 

@@ -1,0 +1,664 @@
+"""LongBioBench sample generator: needles, haystack filled to a token budget, needle placement, prompts.
+
+Determinism. Every sample has a seed derived with sha256 from (base seed, task family, n, sample index);
+its needles (people, queried attribute, templates, questions) come from ``Random('<seed>:needles')`` and do
+not depend on the tier, so the same questions are asked at every tier; the haystack comes from
+``Random('<seed>:haystack:<tier>:...')`` and the needle slots from ``Random('<seed>:placement:...')``.
+Python's ``random.Random`` seeded with a string is independent of PYTHONHASHSEED and of the machine; pools
+and templates are read in file order. Standard, multi-standard, citation and IDK share the family
+'standard' (the authors derive citation and IDK from the standard data), so their needles coincide.
+
+Length. A tier is a budget of ``tier_tokens`` (1k = 1024 tokens) of the data tokenizer for the whole prompt
+text: system message + user message + assistant prefix (chat-template tokens and the answer are not
+counted; ``reserve_tokens`` holds some back). The user message is cut into pieces at word boundaries
+("Context:", " " + each bio without its trailing space, " " + the rest of the user message) whose token
+counts add up exactly to the count of the whole text for regex-pretokenized BPE tokenizers (tiktoken, and
+byte-level BPE such as Qwen's or Llama 3's): no growing context is ever re-tokenized. A bio's count is itself
+a sum of memoised word counts (' ' + word), which a per-tokenizer self-test validates; a tokenizer that fails
+it has each bio encoded whole, and any non-tiktoken tokenizer (``verify_length``) also has the assembled
+prompt encoded whole, with haystack bios removed until it fits. Haystack bios are added while they fit; if
+the prompt then ends more than 1% below the budget, the last bios are exchanged for a subset of the next
+ones whose token sum fills the room (subset-sum over 128 candidates). At 2k and above every sample lands
+within 1%; at 1k a bio (~100 tokens) is ten times the 1% window and some n = 2 samples end a few % short.
+Each row records its exact ``prompt_tokens``. 0k = the needles only.
+
+Layout (the authors'): 3n needle bios = the test group and two demo groups (1 + max(2, shots) groups),
+whatever the shots. Needle slots are drawn with replacement among haystack positions whose depth is in the
+depth window and sorted; ``compat`` gives the first n slots to the test group (the authors' position bias),
+``strict`` interleaves the groups at random (keeping each group's order). ``compat`` draws haystack people
+with replacement from a 10,000-person pool excluding the needles (the authors' repeats), ``strict`` never
+repeats a person.
+"""
+import bisect
+import hashlib
+import itertools
+import json
+import random
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+from .. import __version__
+from ..configs.tier_table import STANDARD_TIERS
+from ..tiers import parse_tier
+from .people import (PersonStream, bio_text, cite_body, draw_people, redraw_birthdate, render_sentences,
+                     standard_bio_format, template_set)
+from .pools import ATTRIBUTES, load_pools
+from .tasks import (CONTEXT_HEAD, MATH_TASKS, LongBioConfigError, Prompt, build_prompt, check_mode,
+                    check_shots, make_group, resolve_cell)
+
+GENERATOR_VERSION = 1
+TIER_UNIT = 1024
+POOL_SIZE = 10_000        # compat: the authors' per-run seed pool of distinct people
+LOOKAHEAD = 128           # candidate bios examined when the greedy fill ends more than 1% below budget
+MAX_EXCHANGE = 4          # at most this many trailing greedy bios are exchanged for better-fitting ones
+FILL_TOLERANCE = 0.01
+
+
+class TierTooSmallError(LongBioConfigError):
+    """The needles and prompt alone do not fit the tier."""
+
+
+def _family(task: str) -> str:
+    return 'standard' if task in ('standard', 'multi_standard', 'citation', 'idk') else task
+
+
+def _style(task: str) -> str:
+    return {'paraphrase': 'paraphrase', 'pronoun': 'first_person'}.get(task, 'standard')
+
+
+def sample_seed(base_seed: int, task: str, n: int, index: int) -> int:
+    h = hashlib.sha256(f'longbio|{base_seed}|{_family(task)}|{n}|{index}'.encode()).digest()
+    return int.from_bytes(h[:8], 'big') >> 1
+
+
+def _check_unit_interval(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+        raise LongBioConfigError(f'{name} must be a number in [0, 1], got {value!r}')
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Everything that makes a cell's samples (validated)."""
+    cell: str
+    task: str
+    n: int
+    mode: str
+    shots: int
+    tier: str
+    tier_tokens: int
+    budget: int
+    seed: int
+    density: float
+    depth: Tuple[float, float]
+    reserve_tokens: int
+    tokenizer: object
+    verify: bool
+
+    @property
+    def groups(self) -> int:
+        return 1 + max(2, self.shots)
+
+    def public(self) -> Dict:
+        return dict(cell=self.cell, task=self.task, n=self.n, mode=self.mode, shots=self.shots, tier=self.tier,
+                    tier_tokens=self.tier_tokens, budget_tokens=self.budget, seed=self.seed,
+                    density=self.density, depth=list(self.depth), reserve_tokens=self.reserve_tokens,
+                    tokenizer=self.tokenizer.name, tokenizer_fingerprint=self.tokenizer.fingerprint,
+                    verify_length=self.verify, pools_sha256=load_pools().sha256,
+                    generator_version=GENERATOR_VERSION, package_version=__version__)
+
+
+def make_spec(tier, cell=None, task=None, n=None, mode='compat', shots=None, seed=2024, density=1.0,
+              depth=(0.0, 1.0), reserve_tokens=0, tokenizer=None, verify_length=None) -> Spec:
+    from ..tokenization import get_tokenizer
+    c = resolve_cell(cell, task, n)
+    check_mode(mode)
+    shots = check_shots(c['task'], shots)
+    t = parse_tier(tier)
+    density = _check_unit_interval('density', density)
+    if not isinstance(depth, (list, tuple)) or len(depth) != 2:
+        raise LongBioConfigError(f'depth must be a (start, end) pair of fractions, got {depth!r}')
+    d0, d1 = (_check_unit_interval('depth start', depth[0]), _check_unit_interval('depth end', depth[1]))
+    if d0 > d1:
+        raise LongBioConfigError(f'depth window start {d0} is after its end {d1}')
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise LongBioConfigError(f'seed must be an integer, got {seed!r}')
+    if isinstance(reserve_tokens, bool) or not isinstance(reserve_tokens, int) or reserve_tokens < 0:
+        raise LongBioConfigError(f'reserve_tokens must be a non-negative integer, got {reserve_tokens!r}')
+    tok = get_tokenizer(tokenizer)
+    tier_tokens = t.tokens(TIER_UNIT)
+    if tier_tokens and reserve_tokens >= tier_tokens:
+        raise LongBioConfigError(f'reserve_tokens={reserve_tokens} leaves nothing of tier {t.name} ({tier_tokens})')
+    verify = (tok.kind != 'tiktoken') if verify_length is None else bool(verify_length)
+    return Spec(cell=c['cell'], task=c['task'], n=c['n'], mode=mode, shots=shots, tier=t.name,
+                tier_tokens=tier_tokens, budget=max(tier_tokens - reserve_tokens, 0) if tier_tokens else 0,
+                seed=seed, density=density, depth=(d0, d1), reserve_tokens=reserve_tokens, tokenizer=tok,
+                verify=verify)
+
+
+# ------------------------------------------------------------------------------------------------ counting
+class Counter:
+    """Token counts of prompt pieces.
+
+    ``__call__`` encodes a piece (memoised per text). ``bio`` counts a bio piece (' ' + bio without its
+    trailing space) as the sum of the memoised counts of its words (' ' + word): exact for tokenizers whose
+    pre-tokenizer never joins a space to the preceding word (regex BPE: tiktoken, GPT-2/Qwen/Llama-3-style
+    byte-level BPE). ``word_additive`` is established per tokenizer by a self-test on rendered bios of every
+    style; tokenizers that fail it have every bio encoded whole."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.encode, self.memo = tokenizer, tokenizer.encode, {}
+        self.word_additive = _word_additive(tokenizer)
+        self.words = _pool_word_counts(tokenizer) if self.word_additive else {}
+
+    def __call__(self, text: str) -> int:
+        c = self.memo.get(text)
+        if c is None:
+            c = self.memo[text] = len(self.encode(text))
+        return c
+
+    def bio(self, text: str) -> int:
+        """Tokens of ' ' + text[:-1] for a bio text ending with a space."""
+        if not self.word_additive:
+            return self(' ' + text[:-1])
+        words = text[:-1].split(' ')
+        memo = self.words
+        try:
+            return sum(map(memo.__getitem__, words))
+        except KeyError:
+            for w in words:
+                if w not in memo:
+                    memo[w] = self._word(w)
+            return sum(map(memo.__getitem__, words))
+
+    def _word(self, w: str) -> int:
+        """' ' + w; a final period or comma after a letter or digit is its own pre-token (checked by the
+        self-test), so 'Tokyo.' costs ' Tokyo' + '.'."""
+        if len(w) > 1 and w[-1] in '.,' and w[-2].isalnum():
+            base = self.words.get(w[:-1])
+            if base is None:
+                base = self.words[w[:-1]] = len(self.encode(' ' + w[:-1]))
+            return base + self(w[-1])
+        return len(self.encode(' ' + w))
+
+
+_ADDITIVE: Dict[str, bool] = {}
+_POOL_WORDS: Dict[str, Dict[str, int]] = {}
+
+
+def _pool_word_counts(tokenizer) -> Dict[str, int]:
+    """Counts of ' ' + word for every word of the pools and templates, once per process and tokenizer
+    (about 40k short encodes): a bio's count is then a sum of dictionary look-ups. The dict is shared by
+    the generators of this process and grows with the words of rendered bios (names with a period...)."""
+    key = tokenizer.fingerprint
+    if key not in _POOL_WORDS:
+        pools = load_pools()
+        words = set()
+        for vals in pools.values.values():
+            for v in vals:
+                words.update(v.split(' '))
+        for t in pools.standard.values():
+            words.update(t.split(' '))
+        for rows in pools.paraphrase.values():
+            for row in rows:
+                for t in row:
+                    words.update(t.split(' '))
+        enc = tokenizer.encode
+        _POOL_WORDS[key] = {w: len(enc(' ' + w)) for w in sorted(words) if w}
+    return _POOL_WORDS[key]
+
+
+def _word_additive(tokenizer) -> bool:
+    """Self-test: does ``Counter.bio`` (a sum of word counts) equal the count of the whole bio piece, on
+    rendered bios of every style (standard, paraphrase, first person; ages; citation bodies)?"""
+    key = tokenizer.fingerprint
+    if key not in _ADDITIVE:
+        probe = Counter.__new__(Counter)
+        probe.tokenizer, probe.encode, probe.memo, probe.words, probe.word_additive = (
+            tokenizer, tokenizer.encode, {}, {}, True)
+        pools = load_pools()
+        stream = PersonStream('word-additivity-probe', pools)
+        rng = random.Random('word-additivity-probe')
+        ok = True
+        for i in range(300):
+            p = stream[i]
+            style = ('standard', 'paraphrase', 'first_person')[i % 3]
+            tset = template_set(style, ('compat', 'strict')[(i // 3) % 2])
+            attrs = tuple('age' if (a == 'birthdate' and i % 5 == 0) else a for a in ATTRIBUTES)
+            choices = None if style == 'standard' else [rng.randrange(len(tset.paraphrase[a])) if a != 'age' else 0
+                                                        for a in attrs]
+            sent = render_sentences(p, attrs, tset, choices)
+            text = cite_body(p, sent) if i % 7 == 0 else bio_text(p, sent, tset.first_person)
+            if probe.bio(text) != len(tokenizer.encode(' ' + text[:-1])):
+                ok = False
+                break
+        _ADDITIVE[key] = ok
+    return _ADDITIVE[key]
+
+
+@dataclass
+class Unit:
+    """One bio in the context: its text (ending with a space) and the tokens of ' ' + text[:-1]."""
+    text: str
+    tokens: int
+    name: str
+    age: Optional[int]          # the age the bio states (math tasks), else None
+    needle: Optional[Tuple[int, int]] = None   # (group, index in group) for needles
+
+
+def _label(i: int) -> str:
+    return f'\nBio [{i}]: '
+
+
+class _Sample:
+    """Builds one sample of a Spec."""
+
+    def __init__(self, spec: Spec, index: int, counter: Counter):
+        self.spec, self.index, self.count = spec, index, counter
+        self.pools = load_pools()
+        self.seed = sample_seed(spec.seed, spec.task, spec.n, index)
+        self.cite = spec.task == 'citation'
+        self.math = spec.task in MATH_TASKS
+        self.attrs = tuple('age' if (a == 'birthdate' and self.math) else a for a in ATTRIBUTES)
+        self.style = _style(spec.task)
+        self.tset = template_set(self.style, spec.mode)
+        self.para_lens = ([len(self.tset.paraphrase[a]) if a != 'age' else 1 for a in self.attrs]
+                          if self.style != 'standard' else None)
+
+    # ----------------------------------------------------------------------------------------- needles
+    def needles(self):
+        spec, rng = self.spec, random.Random(f'{self.seed}:needles')
+        attr = 'age' if self.math else rng.choice(ATTRIBUTES)
+        self.attr = attr
+        people, names, ages = [], set(), set()
+        for _ in range(spec.groups):
+            group = []
+            for p in draw_people(rng, self.pools, spec.n):
+                while p.name in names:
+                    p = draw_people(rng, self.pools, 1)[0]
+                if self.math:
+                    while p.age in ages:
+                        p = redraw_birthdate(p, rng)
+                    ages.add(p.age)
+                names.add(p.name)
+                group.append(p)
+            people.append(group)
+        self.needle_names = names
+        self.groups = [make_group(spec.task, g, attr, self.tset.standard) for g in people]
+        # needle bios: template draws in group order
+        self.needle_sentences = []
+        for gi, g in enumerate(self.groups):
+            row = []
+            for k, p in enumerate(g.people):
+                choices = [rng.randrange(m) for m in self.para_lens] if self.para_lens else None
+                replace = {attr: g.chain[k]} if k in g.chain else None
+                row.append((p, choices, replace))
+            self.needle_sentences.append(row)
+
+    def needle_unit(self, gi: int, k: int, delete_answer: bool = False) -> Unit:
+        p, choices, replace = self.needle_sentences[gi][k]
+        sent = render_sentences(p, self.attrs, self.tset, choices, omit=self.attr if delete_answer else None,
+                                replace=replace)
+        return self._unit(p, sent, needle=(gi, k))
+
+    def _unit(self, p, sentences, needle=None) -> Unit:
+        text = cite_body(p, sentences) if self.cite else bio_text(p, sentences, self.tset.first_person)
+        age = p.age if (self.math and any(x.startswith(f'The age of {p.name} is') for x in sentences)) else None
+        return Unit(text, self.count.bio(text), p.name, age, needle)
+
+    # ---------------------------------------------------------------------------------------- haystack
+    def haystack_stream(self) -> Iterator[Unit]:
+        spec = self.spec
+        key = f'{self.seed}:haystack:{spec.tier_tokens}:{spec.reserve_tokens}:{spec.density}:{spec.mode}'
+        rng = random.Random(key)
+        stream = PersonStream(f'{self.seed}:haystack-people', self.pools)
+        excluded, seen = set(self.needle_names), {}
+        rendered = {}   # standard style: a repeated person renders identically (unless density drops a line)
+        count_bio, attrs, cite, math, attr = self.count.bio, self.attrs, self.cite, self.math, self.attr
+        rnd, para_lens = rng.random, self.para_lens
+        k = 0
+        while True:
+            if spec.mode == 'compat':   # with replacement from a pool of 10k distinct people
+                while True:
+                    j = int(rnd() * POOL_SIZE)
+                    p = stream[j]
+                    if p.name in excluded or seen.setdefault(p.name, j) != j:
+                        continue
+                    break
+            else:                       # strict: every haystack person once
+                while True:
+                    p = stream[k]
+                    k += 1
+                    if p.name not in excluded:
+                        excluded.add(p.name)
+                        break
+            choices = [int(rnd() * m) for m in para_lens] if para_lens else None
+            omit = attr if spec.density < 1.0 and rnd() >= spec.density else None
+            age = p.age if (math and omit != 'age') else None
+            if choices is None:
+                rk = (p.name, omit)
+                u = rendered.get(rk)
+                if u is None:
+                    text = standard_bio_format(attrs, omit, cite).format(*p)
+                    u = rendered[rk] = Unit(text, count_bio(text), p.name, age)
+                yield u
+            else:
+                text = bio_text(p, render_sentences(p, attrs, self.tset, choices, omit=omit), self.tset.first_person)
+                yield Unit(text, count_bio(text), p.name, age)
+
+    # ------------------------------------------------------------------------------------------ prompts
+    def prompt(self, task: str, shots: int, cites: Optional[List[List[int]]] = None) -> Prompt:
+        demos = self.groups[1:1 + shots]
+        return build_prompt(task, self.spec.n, self.spec.mode, self.groups[0], demos,
+                            demo_cites=(cites or [])[1:1 + shots])
+
+    def fixed_tokens(self, prompt: Prompt) -> int:
+        return (self.count(prompt.system) + self.count(prompt.prefix) + self.count(CONTEXT_HEAD[:-1])
+                + self.count(' ' + prompt.tail))
+
+    def label_tokens(self, i: int) -> int:
+        return self.count(' ' + _label(i)[:-1]) if self.cite else 0
+
+
+def _subset_sum(costs: Sequence[int], lo: int, hi: int) -> Optional[List[int]]:
+    """Indices (ascending) of a subset of ``costs`` with the largest sum in [lo, hi], or None.
+
+    Bitset dynamic programming: bit s of ``masks[i]`` says that sum s is reachable with items < i."""
+    if hi < 0:
+        return None
+    lo = max(lo, 0)
+    full = (1 << (hi + 1)) - 1
+    masks = [1]
+    for c in costs:
+        masks.append((masks[-1] | (masks[-1] << c)) & full)
+    reach = masks[-1] >> lo
+    if not reach:
+        return None
+    target = lo + reach.bit_length() - 1
+    picked = []
+    for i in range(len(costs), 0, -1):
+        if not (masks[i - 1] >> target) & 1:   # not reachable without item i-1: take it
+            picked.append(i - 1)
+            target -= costs[i - 1]
+    return sorted(picked) if target == 0 else None
+
+
+def _smallest_fitting_tier(needed: int, reserve: int) -> Optional[str]:
+    for t in STANDARD_TIERS:
+        if parse_tier(t).tokens(TIER_UNIT) - reserve >= needed:
+            return t
+    return None
+
+
+class Generator:
+    """Samples of one cell: ``rows(index)`` returns the dataset rows of sample ``index``."""
+
+    def __init__(self, spec: Spec):
+        self.spec = spec
+        self.count = Counter(spec.tokenizer)
+        self.params_json = json.dumps(spec.public(), sort_keys=True)
+
+    # The prompt that the fill is computed for, and the extra rows derived from the same context.
+    def _plan(self, s: _Sample):
+        spec = self.spec
+        if spec.task == 'idk':
+            if spec.mode == 'compat':   # the answer half is the standard cell's own 2-shot prompt
+                return ('standard', check_shots('standard', None))
+            return ('idk', 0)
+        return (spec.task, spec.shots)
+
+    def _budgeter(self, s: _Sample, needles: List[Unit], task: str, shots: int):
+        """total(hay_tokens, n_units): prompt tokens of a context of n_units bios (needles + haystack bios
+        holding hay_tokens). Citation numbers in the demos are counted at the widest width they can have
+        (all nines: an upper bound for digit-chunking tokenizers); the exact count is taken after placement."""
+        needle_body = sum(u.tokens for u in needles)
+        fixed_by_width, labels = {}, [0]
+
+        def fixed(nunits: int) -> int:
+            w = len(str(max(nunits - 1, 0))) if s.cite else 0
+            if w not in fixed_by_width:
+                wide = [[int('9' * max(w, 1))] * self.spec.n for _ in range(self.spec.groups)]
+                fixed_by_width[w] = s.fixed_tokens(s.prompt(task, shots, wide)) + needle_body
+            return fixed_by_width[w]
+
+        def label_sum(nunits: int) -> int:
+            if not s.cite:
+                return 0
+            while len(labels) <= nunits:
+                labels.append(labels[-1] + s.label_tokens(len(labels) - 1))
+            return labels[nunits]
+
+        return lambda hay_tokens, nunits: fixed(nunits) + hay_tokens + label_sum(nunits)
+
+    def needed_tokens(self, index: int) -> int:
+        """Prompt tokens of sample ``index`` with no haystack (the least any tier must hold)."""
+        s = _Sample(self.spec, index, self.count)
+        s.needles()
+        task, shots = self._plan(s)
+        needles = [s.needle_unit(g, k) for g in range(self.spec.groups) for k in range(self.spec.n)]
+        return self._budgeter(s, needles, task, shots)(0, len(needles))
+
+    def _cites(self, units: List[Unit]) -> List[List[int]]:
+        """Citation numbers per group and question: the needle's 0-based index in the context."""
+        out = [[0] * self.spec.n for _ in range(self.spec.groups)]
+        for i, u in enumerate(units):
+            if u.needle:
+                g, k = u.needle
+                out[g][k] = i
+        return out
+
+    def rows(self, index: int) -> List[Dict]:
+        spec = self.spec
+        s = _Sample(spec, index, self.count)
+        s.needles()
+        task, shots = self._plan(s)
+        needles = [s.needle_unit(g, k) for g in range(spec.groups) for k in range(spec.n)]
+        total = self._budgeter(s, needles, task, shots)
+        hay: List[Unit] = []
+        if spec.budget:
+            needle_only = total(0, len(needles))
+            if needle_only > spec.budget:
+                raise TierTooSmallError(needle_only)
+            shift = 0
+            if spec.task == 'idk' and spec.mode == 'strict':
+                # both rows share the context; fill so that the unanswerable one (the answer sentence deleted)
+                # is within 1% of the budget too, where the budget leaves room for that
+                shift = needles[0].tokens - s.needle_unit(0, 0, delete_answer=True).tokens
+            hay = self._fill(s, needles, total, shift)
+        while True:
+            built = self._assemble(s, needles, hay, task, shots)
+            if not spec.budget or not hay or max(r['prompt_tokens'] for r in built) <= spec.budget:
+                return built
+            hay = hay[:-1]   # over budget (citation numbers or a non-additive tokenizer): drop a bio, rebuild
+
+    # ------------------------------------------------------------------------------------------- fill
+    def _fill(self, s: _Sample, needles: List[Unit], total, shift: int = 0) -> List[Unit]:
+        spec = self.spec
+        N = len(needles)
+        stream = s.haystack_stream()
+        cand: List[Unit] = []
+        rendered_tokens = 0
+
+        def render(k: int):
+            nonlocal rendered_tokens
+            new = list(itertools.islice(stream, k))
+            rendered_tokens += sum(u.tokens for u in new)
+            cand.extend(new)
+
+        # greedy: add bios in stream order while the whole prompt fits; render about as many as needed
+        body, H = 0, 0
+        while True:
+            if H >= len(cand):
+                if not cand:
+                    render(32)
+                else:
+                    avg = rendered_tokens / len(cand)
+                    render(max(16, int((spec.budget - total(body, N + H)) / avg * 1.02) + 8))
+            u = cand[H]
+            if total(body + u.tokens, N + H + 1) > spec.budget:
+                break
+            body += u.tokens
+            H += 1
+        lo = spec.budget - int(FILL_TOLERANCE * spec.budget)
+        if s.cite:   # the citation numbers may take fewer tokens than their widest stand-in
+            lo = min(lo + total(body, N + H) - total(body, 1), spec.budget)
+        want = min(lo + shift, spec.budget)   # idk strict: the unanswerable row within 1% too, where possible
+        if total(body, N + H) >= want:
+            return cand[:H]
+        # exchange the last m greedy bios for a subset of the following ones whose token sum fills the room:
+        # a subset-sum over the lookahead bios (bitset dynamic programming, fullest sum first)
+        if len(cand) < H + LOOKAHEAD:
+            render(H + LOOKAHEAD - len(cand))
+        look = list(range(H, H + LOOKAHEAD))
+        best = (total(body, N + H), cand[:H])
+        for m in range(0, min(MAX_EXCHANGE, H) + 1):
+            kept = H - m
+            b = body - sum(cand[i].tokens for i in range(kept, H))
+            lab = s.label_tokens(N + kept) if s.cite else 0
+            rest = total(b, N + kept)
+            pick = _subset_sum([cand[i].tokens + lab for i in look], lo - rest, spec.budget - rest)
+            if pick is None:
+                continue
+            chosen = [look[j] for j in pick]
+            t = total(b + sum(cand[i].tokens for i in chosen), N + kept + len(chosen))
+            if best[0] < t <= spec.budget:
+                best = (t, cand[:kept] + [cand[i] for i in chosen])
+            if best[0] >= want:
+                break
+        return best[1]   # the fullest prompt found (within the 1% window unless no exchange lands there)
+
+    # ---------------------------------------------------------------------------------------- placement
+    def _place(self, s: _Sample, needles: List[Unit], hay: List[Unit]) -> List[Unit]:
+        spec = self.spec
+        N = len(needles)
+        key = f'{s.seed}:placement:{spec.tier_tokens}:{spec.reserve_tokens}:{spec.density}:{spec.depth}'
+        rng = random.Random(key)
+        cum = [0]
+        for u in hay:
+            cum.append(cum[-1] + u.tokens)
+        T = cum[-1]
+        lo, hi = spec.depth[0] * T, spec.depth[1] * T
+        a, b = bisect.bisect_left(cum, lo), bisect.bisect_right(cum, hi)
+        cands = list(range(a, b))
+        if not cands:   # no bio boundary inside the window: the boundary nearest to its middle
+            mid = (lo + hi) / 2
+            cands = [min(range(len(cum)), key=lambda i: (abs(cum[i] - mid), i))]
+        slots = sorted(rng.choices(cands, k=N))
+        owners = [g for g in range(spec.groups) for _ in range(spec.n)]
+        if spec.mode == 'strict':      # random interleaving of the groups, each group kept in order
+            random.Random(key + ':order').shuffle(owners)
+        nxt = [0] * spec.groups
+        order = []
+        for g in owners:
+            order.append(needles[g * spec.n + nxt[g]])
+            nxt[g] += 1
+        out, j = [], 0
+        for i in range(len(hay) + 1):
+            while j < N and slots[j] == i:
+                out.append(order[j])
+                j += 1
+            if i < len(hay):
+                out.append(hay[i])
+        return out
+
+    # ----------------------------------------------------------------------------------------- assembly
+    def _assemble(self, s: _Sample, needles: List[Unit], hay: List[Unit], task: str, shots: int) -> List[Dict]:
+        spec = self.spec
+        units = self._place(s, needles, hay)
+        cites = self._cites(units)
+        depths_at = []
+        pos = 0
+        piece_tokens = [u.tokens + s.label_tokens(i) for i, u in enumerate(units)]
+        ctx_tokens = sum(piece_tokens)
+        starts = {}
+        for i, u in enumerate(units):
+            starts[id(u)] = pos
+            pos += piece_tokens[i]
+        test_units = [u for u in units if u.needle and u.needle[0] == 0]
+        test_units.sort(key=lambda u: u.needle[1])
+        depths_at = [round(starts[id(u)] / ctx_tokens, 4) for u in test_units]
+        base = dict(cell=spec.cell, task=spec.task, n=spec.n, mode=spec.mode, shots=spec.shots, tier=spec.tier,
+                    tier_tokens=spec.tier_tokens, budget_tokens=spec.budget, sample=s.index,
+                    seed=str(s.seed), attribute=s.attr, num_bios=len(units), needle_depths=depths_at,
+                    needle_groups=[u.needle[0] for u in units if u.needle], params=self.params_json)
+        rows = []
+        if spec.task == 'idk':
+            test = test_units[0]
+            deleted = s.needle_unit(0, 0, delete_answer=True)
+            deleted_units = [deleted if u is test else u for u in units]
+            ans_prompt = s.prompt(task, shots, cites)
+            rows.append(self._row(base, s, 'answerable', units, ans_prompt, self._label(s, 'answer'),
+                                  str(s.groups[0].answer[0])))
+            rows.append(self._row(base, s, 'unanswerable', deleted_units, s.prompt('idk', 0),
+                                  {'kind': 'refusal'}, 'not stated'))
+            return rows
+        prompt = s.prompt(task, shots, cites)
+        label, answer = self._main_label(s, units, cites)
+        rows.append(self._row(base, s, 'main', units, prompt, label, answer))
+        return rows
+
+    def _label(self, s: _Sample, kind: str) -> Dict:
+        return {'kind': kind, 'items': list(s.groups[0].answer)}
+
+    def _main_label(self, s: _Sample, units: List[Unit], cites) -> Tuple[Dict, str]:
+        g, task = s.groups[0], self.spec.task
+        if task in ('standard', 'multi_standard', 'paraphrase', 'pronoun'):
+            return {'kind': 'list', 'items': list(g.answer)}, '; '.join(g.answer)
+        if task == 'rank':
+            return ({'kind': 'rank', 'items': list(g.answer), 'names': [p.name for p in g.people]},
+                    ', '.join(g.answer))
+        if task == 'calculation':
+            return {'kind': 'int', 'value': g.answer}, str(g.answer)
+        if task == 'multihop':
+            return {'kind': 'str', 'value': g.answer}, g.answer
+        if task == 'twodiff':
+            ages = {}
+            for u in units:
+                if u.age is not None:
+                    ages.setdefault(u.name, u.age)
+            roster, seen = [], set()
+            for u in units:
+                if u.name not in seen:
+                    seen.add(u.name)
+                    roster.append([u.name, ages.get(u.name)])
+            d = g.answer['age_difference']
+            return ({'kind': 'twodiff', 'diff': d, 'ref_names': g.answer['ref_names'], 'roster': roster},
+                    f"{' and '.join(g.answer['ref_names'])} (age difference {d})")
+        if task == 'citation':
+            c = [f'[{k}]' for k in cites[0]]
+            return ({'kind': 'cite', 'items': list(g.answer), 'cites': c},
+                    '; '.join(f'{a} {k}' for a, k in zip(g.answer, c)))
+        raise LongBioConfigError(task)
+
+    def _row(self, base: Dict, s: _Sample, kind: str, units: List[Unit], prompt: Prompt, label: Dict,
+             answer: str) -> Dict:
+        if self.spec.task == 'citation':
+            ctx = ''.join(_label(i) + u.text for i, u in enumerate(units))
+        else:
+            ctx = ''.join(u.text for u in units)
+        user = CONTEXT_HEAD + ctx + prompt.tail
+        if self.spec.verify:
+            enc = self.spec.tokenizer.encode
+            tokens = len(enc(prompt.system)) + len(enc(user)) + len(enc(prompt.prefix))
+        else:
+            tokens = (s.fixed_tokens(prompt) + sum(u.tokens for u in units)
+                      + sum(s.label_tokens(i) for i in range(len(units))))
+        return dict(base, row=kind, system=prompt.system, user=user, prefix=prompt.prefix, answer=answer,
+                    label=json.dumps(label, ensure_ascii=False), prompt_tokens=tokens)
+
+
+def generate(spec: Spec, num_samples: int, start: int = 0) -> Iterator[Dict]:
+    """All rows of samples start..start+num_samples-1 (a sample is one row; IDK samples are two)."""
+    gen = Generator(spec)
+    for i in range(start, start + num_samples):
+        try:
+            rows = gen.rows(i)
+        except TierTooSmallError:
+            needed = max(gen.needed_tokens(j) for j in range(start, start + num_samples))
+            raise TierTooSmallError(
+                f'LongBioBench cell {spec.cell!r} does not fit tier {spec.tier} ({spec.budget} tokens): its '
+                f'{spec.groups * spec.n} needle bios (the test question and {spec.groups - 1} demo groups of '
+                f'n={spec.n}) and the prompt need up to {needed} tokens with {spec.tokenizer.name} over these '
+                f'{num_samples} samples. Smallest standard tier that fits: '
+                f'{_smallest_fitting_tier(needed, spec.reserve_tokens) or "none"}.') from None
+        yield from rows

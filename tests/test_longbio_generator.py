@@ -1,0 +1,214 @@
+"""LongBioBench generator: determinism, token-exact lengths, layout, density/depth, bad input."""
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS, LONGBIO_TOO_SMALL
+from opencompass_longctx.longbio.generator import Generator, TierTooSmallError, generate, make_spec
+from opencompass_longctx.longbio.tasks import LongBioConfigError
+from opencompass_longctx.tokenization import TokenizerError, get_tokenizer
+
+CELLS = [c['cell'] for c in LONGBIO_CELLS]
+TOK = get_tokenizer()
+
+
+def rows_of(tier, cell, mode='compat', k=2, **kw):
+    return list(generate(make_spec(tier, cell=cell, mode=mode, **kw), k))
+
+
+def real_tokens(r):
+    return TOK.count(r['system']) + TOK.count(r['user']) + TOK.count(r['prefix'])
+
+
+def fits(tier, cell):
+    return cell not in LONGBIO_TOO_SMALL.get(tier, [])
+
+
+_DIGEST = r'''
+import hashlib, json, sys
+from opencompass_longctx.longbio.generator import generate, make_spec
+from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS, LONGBIO_TOO_SMALL
+h = hashlib.sha256()
+for c in LONGBIO_CELLS:
+    for mode in ('compat', 'strict'):
+        tier = '2k' if c['cell'] not in LONGBIO_TOO_SMALL['2k'] else '8k'
+        for r in generate(make_spec(tier, cell=c['cell'], mode=mode), 2):
+            h.update(json.dumps(r, sort_keys=True, ensure_ascii=False).encode())
+print(h.hexdigest())
+'''
+
+
+def test_byte_identical_across_processes_and_hash_seeds():
+    digests = []
+    for seed in ('0', '4242'):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        out = subprocess.run([sys.executable, '-c', _DIGEST], env=env, capture_output=True, text=True, check=True)
+        digests.append(out.stdout.strip())
+    assert len(digests[0]) == 64 and digests[0] == digests[1]
+    # and the same bytes in this process
+    h = hashlib.sha256()
+    for c in LONGBIO_CELLS:
+        for mode in ('compat', 'strict'):
+            tier = '2k' if fits('2k', c['cell']) else '8k'
+            for r in rows_of(tier, c['cell'], mode):
+                h.update(json.dumps(r, sort_keys=True, ensure_ascii=False).encode())
+    assert h.hexdigest() == digests[0]
+
+
+def test_other_seed_gives_other_data_and_the_seed_is_recorded():
+    a, b = rows_of('2k', 'standard', seed=1), rows_of('2k', 'standard', seed=2)
+    assert a[0]['user'] != b[0]['user'] and a[0]['seed'] != b[0]['seed']
+    assert json.loads(a[0]['params'])['seed'] == 1
+
+
+@pytest.mark.parametrize('tier,k', [('2k', 3), ('8k', 2), ('128k', 1)])
+def test_real_length_is_recorded_and_within_one_percent_below_the_budget(tier, k):
+    budget = {'2k': 2048, '8k': 8192, '128k': 131072}[tier]
+    checked = 0
+    for cell in CELLS:
+        if not fits(tier, cell):
+            continue
+        for mode in ('compat', 'strict'):
+            rows = rows_of(tier, cell, mode, k)
+            for r in rows:
+                assert r['prompt_tokens'] == real_tokens(r), (cell, mode, r['row'])   # the recorded length is real
+                assert r['tier_tokens'] == r['budget_tokens'] == budget
+                assert r['prompt_tokens'] <= budget, (cell, mode)
+                if cell == 'idk' and mode == 'compat' and r['row'] == 'unanswerable':
+                    continue   # the standard context minus one sentence, asked 0-shot: checked below
+                assert r['prompt_tokens'] >= budget - budget // 100, (cell, mode, r['sample'], r['prompt_tokens'])
+                checked += 1
+    assert checked >= 2 * k * sum(fits(tier, c) for c in CELLS)
+
+
+def test_idk_pairs_share_their_context_minus_the_answer_sentence():
+    for mode in ('compat', 'strict'):
+        for r_ans, r_un in zip(*[iter(rows_of('8k', 'idk', mode, 3))] * 2):
+            assert (r_ans['row'], r_un['row']) == ('answerable', 'unanswerable')
+            value = r_ans['answer']
+            ctx_a = r_ans['user'].split('\n\n')[0]
+            ctx_u = r_un['user'].split('\n\n')[0]
+            assert value in ctx_a and value not in ctx_u
+            # exactly one sentence (the answer) differs
+            sa, su = ctx_a.split('. '), ctx_u.split('. ')
+            assert len(sa) == len(su) + 1 and all(s in sa for s in su)
+            assert r_un['prompt_tokens'] < r_ans['prompt_tokens'] <= 8192
+
+
+def test_compat_idk_answer_half_is_the_standard_cells_own_sample():
+    std = rows_of('8k', 'standard', 'compat', 3)
+    idk = rows_of('8k', 'idk', 'compat', 3)
+    for s, a in zip(std, idk[0::2]):
+        assert (a['system'], a['user'], a['prefix']) == (s['system'], s['user'], s['prefix'])
+    strict = rows_of('8k', 'idk', 'strict', 1)
+    assert strict[0]['system'] == strict[1]['system'] and 'not stated' in strict[0]['system']
+
+
+def test_zero_k_holds_the_needles_only():
+    for cell in CELLS:
+        c = next(x for x in LONGBIO_CELLS if x['cell'] == cell)
+        for r in rows_of('0k', cell, 'compat', 1):
+            assert r['num_bios'] == 3 * c['n'] and r['budget_tokens'] == 0
+            assert r['prompt_tokens'] == real_tokens(r)
+
+
+def test_same_questions_at_every_tier():
+    small, big = rows_of('2k', 'rank_2', k=2), rows_of('128k', 'rank_2', k=2)
+    for a, b in zip(small, big):
+        assert a['label'] == b['label'] or json.loads(a['label'])['items'] == json.loads(b['label'])['items']
+        assert a['user'].rsplit('Question: ', 1)[1] == b['user'].rsplit('Question: ', 1)[1]
+
+
+def test_group_order_compat_test_first_strict_interleaved():
+    for r in rows_of('8k', 'multi_standard_5', 'compat', 10):
+        assert r['needle_groups'] == sorted(r['needle_groups'])   # test group always first (authors' bias)
+    strict = rows_of('8k', 'multi_standard_5', 'strict', 10)
+    assert any(r['needle_groups'] != sorted(r['needle_groups']) for r in strict)
+    assert all(sorted(r['needle_groups']) == [0] * 5 + [1] * 5 + [2] * 5 for r in strict)
+    compat_depth = sum(d for r in rows_of('8k', 'standard', 'compat', 12) for d in r['needle_depths'])
+    strict_depth = sum(d for r in rows_of('8k', 'standard', 'strict', 12) for d in r['needle_depths'])
+    assert compat_depth < strict_depth   # min of 3 draws (~25%) vs uniform (~50%)
+
+
+def test_depth_window_and_density():
+    for r in rows_of('8k', 'standard', 'strict', 6, depth=(0.6, 1.0)):
+        assert all(d >= 0.55 for d in r['needle_depths']), r['needle_depths']
+    for r in rows_of('8k', 'standard', 'strict', 6, depth=[0.0, 0.2]):
+        assert all(d <= 0.25 for d in r['needle_depths']), r['needle_depths']
+    marker = {'birthdate': 'The birthday of', 'birthplace': ' was born in ', 'hobby': 'The hobby of',
+              'university': 'The university where', 'major': 'The major of', 'work_city': 'The city where'}
+    for density, check in ((0.0, lambda k, bios: k == 3), (1.0, lambda k, bios: k == bios)):
+        for r in rows_of('8k', 'standard', 'compat', 3, density=density):
+            ctx = r['user'].split('\n\n')[0]
+            k = ctx.count(marker[r['attribute']])
+            assert check(k, r['num_bios']), (density, k, r['num_bios'])
+
+
+def test_haystack_repeats_people_in_compat_only():
+    def names(r):
+        return re.findall(r'Below is the bio of ([^.]+)\.', r['user'])
+    c = names(rows_of('128k', 'standard', 'compat', 1)[0])
+    s = names(rows_of('128k', 'standard', 'strict', 1)[0])
+    assert len(c) > 1000 and len(set(c)) < len(c)        # drawn with replacement from a 10k pool
+    assert len(s) > 1000 and len(set(s)) == len(s)
+
+
+def test_pronoun_bios_keep_the_authors_grammar_in_compat_only():
+    bad = re.compile(r'\bI (?:is|has|finds|enjoys|hails|traces|calls|relaxes|spends|celebrates)\b')
+    c = rows_of('8k', 'pronoun', 'compat', 1)[0]['user']
+    s = rows_of('8k', 'pronoun', 'strict', 1)[0]['user']
+    assert bad.search(c) and not bad.search(s)
+    assert 'Below is the self-introduction of ' in c and 'This is the end of the introduction.' in s
+
+
+def test_tier_too_small_names_the_smallest_tier_that_fits():
+    with pytest.raises(TierTooSmallError, match=r"'multi_standard_10' does not fit tier 2k .*Smallest standard "
+                                                r"tier that fits: 4k"):
+        rows_of('2k', 'multi_standard_10', k=3)
+    with pytest.raises(TierTooSmallError, match='fits: 2k'):
+        rows_of('1k', 'rank_5', k=3)
+    gen = Generator(make_spec('1m', cell='multi_standard_10'))
+    assert 3000 < max(gen.needed_tokens(i) for i in range(5)) <= 4096
+
+
+@pytest.mark.parametrize('kwargs,message', [
+    (dict(cell='nope'), 'unknown LongBioBench cell'),
+    (dict(task='summarise'), 'unknown LongBioBench task'),
+    (dict(task='rank', n=3), r'n=3 is not offered for LongBioBench task .rank.; offered: \(2, 5\)'),
+    (dict(cell='standard', mode='lenient'), 'unknown LongBioBench mode'),
+    (dict(cell='standard', density=1.5), r'density must be a number in \[0, 1\]'),
+    (dict(cell='standard', density='high'), 'density must be a number'),
+    (dict(cell='standard', depth=(0.8, 0.2)), 'start 0.8 is after its end 0.2'),
+    (dict(cell='standard', depth=(-0.1, 1.0)), r'depth start must be a number in \[0, 1\]'),
+    (dict(cell='standard', depth=0.5), 'pair of fractions'),
+    (dict(cell='idk', shots=2), 'idk task is 0-shot only'),
+    (dict(cell='citation_1', shots=0), 'needs demos'),
+    (dict(cell='standard', reserve_tokens=-1), 'reserve_tokens'),
+])
+def test_bad_parameters_are_clear_errors(kwargs, message):
+    with pytest.raises(LongBioConfigError, match=message):
+        make_spec('2k', **kwargs)
+
+
+def test_bad_tier_and_missing_tokenizer():
+    from opencompass_longctx.tiers import TierError
+    with pytest.raises(TierError, match="unknown tier '12q'"):
+        make_spec('12q', cell='standard')
+    with pytest.raises(TokenizerError, match='does not exist'):
+        make_spec('2k', cell='standard', tokenizer='/no/such/tokenizer')
+
+
+def test_hf_tokenizer_is_verified_by_a_full_encode(tiny_model_dir):
+    # the project's tiny BPE (vocabulary 600) spends ~300 tokens on a bio, so use a tier of ~27 bios
+    spec = make_spec('8k', cell='standard', tokenizer=tiny_model_dir)
+    assert spec.verify
+    tok = get_tokenizer(tiny_model_dir)
+    for r in generate(spec, 2):
+        real = len(tok.encode(r['system'])) + len(tok.encode(r['user'])) + len(tok.encode(r['prefix']))
+        assert r['prompt_tokens'] == real and 0.99 * 8192 <= real <= 8192
+        assert json.loads(r['params'])['tokenizer'] == tok.name

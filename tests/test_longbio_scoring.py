@@ -1,0 +1,193 @@
+"""LongBioBench scoring: oracle predictions score 100% in both modes, wrong and malformed ones 0, and each
+compat-vs-strict difference of the spec on a hand-written prediction."""
+import json
+
+import pytest
+
+from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS, LONGBIO_TOO_SMALL
+from opencompass_longctx.longbio.dataset import load_longbio
+from opencompass_longctx.longbio.evaluator import LongBioEvaluator
+from opencompass_longctx.longbio.generator import generate, make_spec
+from opencompass_longctx.longbio.scoring import (ScoringError, authors_cut, oracle_prediction, score_cell,
+                                                 score_row)
+
+CELLS = [(c['cell'], c['task']) for c in LONGBIO_CELLS]
+
+
+def rows_of(tier, cell, mode, k=3, **kw):
+    return list(generate(make_spec(tier, cell=cell, mode=mode, **kw), k))
+
+
+def score(rows, preds, mode, truncate=False):
+    labels = [json.loads(r['label']) for r in rows]
+    return score_cell(preds, labels, [r['row'] for r in rows], [r['sample'] for r in rows], rows[0]['task'],
+                      mode, truncate)
+
+
+@pytest.mark.parametrize('cell,task', CELLS)
+@pytest.mark.parametrize('mode', ['compat', 'strict'])
+def test_oracle_scores_100_and_garbage_scores_0(cell, task, mode):
+    tier = '2k' if cell not in LONGBIO_TOO_SMALL['2k'] else '8k'
+    rows = rows_of(tier, cell, mode)
+    oracle = [oracle_prediction(json.loads(r['label'])) for r in rows]
+    for truncate in (False, True):
+        res = score(rows, oracle, mode, truncate)
+        assert res['accuracy'] == 100.0, [d for d in res['details'] if not d['correct']][:2]
+        if res['submetrics']:
+            assert set(res['submetrics'].values()) == {100.0}
+    for junk in (None, '', '   ', 17, ['a list'], 'I cannot help with that.'):
+        res = score(rows, [junk] * len(rows), mode, True)
+        assert res['accuracy'] == 0.0 and res['counts']['correct'] == 0
+        if junk is None or not isinstance(junk, str) or not junk.strip():
+            assert res['counts']['invalid_predictions'] == len(rows)
+            assert all(d['invalid_prediction'] for d in res['details'])
+    # the right answer to another sample of the cell is wrong here
+    shifted = oracle[2:] + oracle[:2] if task == 'idk' else oracle[1:] + oracle[:1]
+    assert score(rows, shifted, mode)['accuracy'] < 100.0
+
+
+def test_the_evaluator_through_opencompass_api(tmp_path):
+    from opencompass_longctx.longbio.dataset import LongBioDataset
+    ds = LongBioDataset(reader_cfg=dict(input_columns=['system', 'user', 'prefix'], output_column='answer'),
+                        abbr='longbio_citation_2_2k', tier='2k', cell='citation_2', num_samples=4).test
+    ev = LongBioEvaluator()
+    preds = [oracle_prediction(json.loads(x)) for x in ds['label']]
+    preds[0] = preds[0].replace('[', '(').replace(']', ')')   # right answers, citations lost
+    res = ev.evaluate(k=1, n=1, original_dataset=ds, predictions=preds, references=list(ds['answer']), test_set=ds)
+    # OpenCompass keeps one value per replica of the non-numeric entries
+    assert res['accuracy'] == 75.0 and res['headline'] == ['citation']
+    assert res['submetrics'] == [{'answer': 100.0, 'citation': 75.0, 'both': 75.0}]
+    assert res['scoring'][0]['mode'] == 'compat' and res['counts'][0]['samples'] == 4
+    assert len(res['details']) == 4 and res['details'][0]['correct'] == [False]
+    # only one numeric top-level metric: the summary shows one row per dataset
+    assert [k for k, v in res.items() if isinstance(v, (int, float))] == ['accuracy']
+    strict = LongBioEvaluator(mode='strict').evaluate(k=1, n=1, original_dataset=ds, predictions=preds,
+                                                      references=list(ds['answer']), test_set=ds)
+    assert strict['headline'] == ['both'] and strict['scoring'][0]['mode'] == 'strict'
+    assert strict['accuracy'] == 75.0
+    with pytest.raises(ScoringError, match='unknown LongBioBench scoring mode'):
+        LongBioEvaluator(mode='lenient')
+
+
+def test_idk_reports_answer_refusal_and_both():
+    ds = load_longbio('2k', cell='idk', mode='compat', num_samples=2)
+    labels = [json.loads(x) for x in ds['label']]
+    good = [oracle_prediction(lab) for lab in labels]
+    res = LongBioEvaluator().score(good, list(ds['answer']), ds)
+    assert res['submetrics'] == {'answer': 100.0, 'refusal': 100.0, 'both': 100.0}
+    always_refuse = ['The answer is not stated.'] * 4
+    res = LongBioEvaluator().score(always_refuse, list(ds['answer']), ds)
+    assert res['submetrics'] == {'answer': 0.0, 'refusal': 100.0, 'both': 0.0} and res['accuracy'] == 0.0
+    assert [d['row'] for d in res['details']] == ['answerable', 'unanswerable'] * 2
+
+
+# ------------------------------------------------------------------- compat vs strict, hand-written predictions
+def test_rank_compat_credits_a_rationale_whose_final_list_is_wrong():
+    label = {'kind': 'rank', 'items': ['Bea Lane', 'Al Hart'], 'names': ['Al Hart', 'Bea Lane']}
+    wrong_final = ("the age of Al Hart is 50. the age of Bea Lane is 30. 30 < 50. Therefore, the names list after "
+                   "ranking the age of Al Hart and Bea Lane is ['Al Hart', 'Bea Lane'].")
+    right_final = wrong_final.replace("['Al Hart', 'Bea Lane']", "['Bea Lane', 'Al Hart']")
+    assert score_row(wrong_final, label, 'compat')['correct'] is True
+    assert score_row(wrong_final, label, 'strict')['correct'] is False
+    assert score_row(right_final, label, 'strict')['correct'] is True
+    assert score_row('Bea Lane, then Al Hart.', label, 'strict')['correct'] is True
+
+
+def test_idk_not_explicitly_stated_is_a_refusal_in_strict_only():
+    label = {'kind': 'refusal'}
+    pred = 'The answer is not explicitly stated.'
+    assert score_row(pred, label, 'compat')['correct'] is False
+    assert score_row(pred, label, 'strict')['correct'] is True
+    assert score_row('The answer is not stated.', label, 'compat')['correct'] is True
+
+
+def test_last_character_cut_of_the_authors_base_model_rule():
+    label = {'kind': 'list', 'items': ['dandyism']}
+    pred = 'Based on the provided context, the hobby of Ann Bo Lee is dandyism'
+    assert authors_cut(pred) == pred[:-1]
+    assert score_row(pred, label, 'compat', truncate=True)['correct'] is False   # " dandyis"
+    assert score_row(pred, label, 'compat', truncate=False)['correct'] is True
+    assert score_row(pred, label, 'strict', truncate=True)['correct'] is True   # never cut in strict
+    assert score_row(pred + '\nQuestion: next', label, 'compat', truncate=True)['correct'] is True
+
+
+def test_evaluator_applies_the_cut_from_the_model_name():
+    ds = load_longbio('0k', cell='standard', mode='compat', num_samples=2)
+    preds = [f"Based on the provided context, {json.loads(x)['items'][0]}" for x in ds['label']]   # no period
+    ev = LongBioEvaluator()
+    ev._out_dir = '/w/results/glm-4-9b-chat-1m/longbio_standard_0k'       # no "instruct": a base model to the authors
+    assert ev.score(preds, list(ds['answer']), ds)['accuracy'] == 0.0
+    ev._out_dir = '/w/results/qwen2.5-7b-instruct/longbio_standard_0k'
+    assert ev.score(preds, list(ds['answer']), ds)['accuracy'] == 100.0
+    assert LongBioEvaluator(authors_truncation=True).score(preds, list(ds['answer']), ds)['accuracy'] == 0.0
+    strict = LongBioEvaluator(mode='strict')
+    strict._out_dir = '/w/results/glm-4-9b-chat-1m/longbio_standard_0k'
+    assert strict.score(preds, list(ds['answer']), ds)['accuracy'] == 100.0
+
+
+def test_twodiff_third_person_fails_in_compat_only():
+    label = {'kind': 'twodiff', 'diff': 10, 'ref_names': ['Al Hart', 'Bea Lane'],
+             'roster': [['Cy Moss', 41], ['Al Hart', 30], ['Bea Lane', 40], ['Di Fox', 52]]}
+    pred = ('The age of Al Hart is 30. The age of Cy Moss is 41. The age of Bea Lane is 40. '
+            'Therefore, Al Hart and Bea Lane satisfy the question.')
+    assert score_row(pred, label, 'compat')['correct'] is False
+    assert score_row(pred, label, 'strict')['correct'] is True
+    other_pair = 'Cy Moss and Di Fox satisfy the question.'   # 52 - 41 = 11: wrong pair
+    assert not score_row(other_pair, label, 'compat')['correct']
+    assert not score_row(other_pair, label, 'strict')['correct']
+    any_valid = {**label, 'roster': label['roster'] + [['Ed Gray', 51]]}
+    assert score_row('Cy Moss and Ed Gray.', any_valid, 'compat')['correct'] is True   # any pair with the difference
+
+
+def test_idk_answer_half_must_not_refuse_in_strict():
+    label = {'kind': 'answer', 'items': ['Lund University']}
+    pred = 'Lund University, although the answer is not stated.'
+    assert score_row(pred, label, 'compat')['correct'] is True
+    assert score_row(pred, label, 'strict')['correct'] is False
+
+
+def test_compat_idk_answer_half_comes_from_the_standard_prompt_strict_from_the_idk_prompt():
+    compat = rows_of('2k', 'idk', 'compat', 1)
+    strict = rows_of('2k', 'idk', 'strict', 1)
+    assert compat[0]['system'].startswith('Following the format of the examples')   # the 2-shot standard prompt
+    assert compat[1]['system'] == strict[0]['system'] == strict[1]['system']        # the IDK prompt
+    assert "not stated" in compat[1]['system']
+
+
+def test_demos_buggy_in_compat_and_fixed_in_strict():
+    def demos(r):
+        return r['user'].split('\n\n')[1]
+    mc, ms = rows_of('2k', 'multi_standard_2', 'compat', 1)[0], rows_of('2k', 'multi_standard_2', 'strict', 1)[0]
+    # compat: the multi-line prefix with only the first answer; strict: every answer
+    for r in (mc, ms):
+        assert demos(r).count('Question: Question1: ') == 2
+    assert demos(mc).count('Question2: ') == 4 and '\nAnswer: Based on the provided context, question1: ' in demos(mc)
+    assert demos(ms).count('Question2: ') == 4 and demos(ms).count('.\nQuestion2: ') == 2
+    cc, cs = rows_of('2k', 'citation_1', 'compat', 1)[0], rows_of('2k', 'citation_1', 'strict', 1)[0]
+    assert "['" in demos(cc) and '[[' in demos(cc)
+    assert "['" not in demos(cs) and '[[' not in demos(cs) and ' [' in demos(cs)
+    hc = rows_of('2k', 'multihop_2', 'compat', 1, shots=2)[0]
+    hs = rows_of('2k', 'multihop_2', 'strict', 1, shots=2)[0]
+    first_lines = [ln for ln in demos(hc).split('\n') if ln.startswith('Answer:')]
+    assert all(ln.endswith(' is ' + ln[-2] + '.') for ln in first_lines)      # first character only
+    assert all(len(ln.rsplit(' is ', 1)[1]) > 2 for ln in demos(hs).split('\n') if ln.startswith('Answer:'))
+
+
+def test_prefix_case_compat_lowercases_names_strict_does_not():
+    found = False
+    for i, (c, s) in enumerate(zip(rows_of('2k', 'paraphrase', 'compat', 12, shots=0),
+                                   rows_of('2k', 'paraphrase', 'strict', 12, shots=0))):
+        if c['attribute'] == 'birthplace':   # "X was born in": the prefix starts with a name
+            name = json.loads(c['label'])['items'] and c['prefix'].split('context, ', 1)[1]
+            assert name[0].islower() and s['prefix'].split('context, ', 1)[1][0].isupper()
+            found = True
+        else:
+            assert c['prefix'] == s['prefix']
+    assert found
+
+
+def test_bad_labels_and_lengths_raise():
+    with pytest.raises(ScoringError, match='unknown label kind'):
+        score_row('x', {'kind': 'nope'}, 'compat')
+    with pytest.raises(ScoringError, match='differ in length'):
+        score_cell(['a'], [], [], [], 'standard', 'compat')
