@@ -10,7 +10,8 @@ subprocess, so a dataset is built once, written as an Arrow file, and reloaded f
 * Entry: ``<root>/<namespace>/<key>/{data.arrow, meta.json}``; ``meta.json`` records the parameters, the
   row count and the sha256 of ``data.arrow``. Entries are built in a temporary directory and renamed into
   place (atomic); a corrupt or partial entry (bad hash, unreadable file) is detected, removed and rebuilt.
-* Hashes of large input files are memoised by (path, size, mtime) so a reload does not re-read them.
+* Hashes of large files (inputs and the entries themselves) are memoised by (path, size, mtime), so a reload
+  does not re-read them; a file that is damaged or rewritten gets a new size or mtime and is hashed again.
 """
 import hashlib
 import json
@@ -81,7 +82,8 @@ class DatasetCache:
         with open(os.path.join(entry, 'meta.json'), encoding='utf-8') as f:
             meta = json.load(f)
         data = os.path.join(entry, 'data.arrow')
-        if sha256_file(data) != meta['sha256']:
+        # memoised by (path, size, mtime): a damaged or rewritten file has a new size or mtime and is re-hashed
+        if file_digest(data, self.root) != meta['sha256']:
             raise ValueError('sha256 mismatch')
         # Memory-mapped and not file-backed for `datasets` (so OpenCompass's map writes no cache files next
         # to the entry); the entry's key is the fingerprint, so `datasets` does not hash the whole table.

@@ -1,3 +1,5 @@
+import csv
+import glob
 import os
 import subprocess
 import sys
@@ -57,3 +59,19 @@ def run_opencompass(args, cwd, env_extra=None, timeout=900):
     cmd = [str(exe)] if exe.exists() else [sys.executable, '-m', 'opencompass.cli.main']
     return subprocess.run(cmd + list(args), cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout)
+
+
+def summary_by_dataset(run_dir):
+    """OpenCompass's summary CSV of a run, {dataset: row}, in file order."""
+    (path,) = glob.glob(os.path.join(run_dir, 'summary', 'summary_*.csv'))
+    with open(path, newline='') as f:
+        return {r['dataset']: r for r in csv.DictReader(f)}
+
+
+def assert_clean_logs(run_dir):
+    """OpenCompass exits 0 even when tasks fail: every task log must exist and hold no traceback."""
+    logs = glob.glob(os.path.join(run_dir, 'logs', '**', '*.out'), recursive=True)
+    assert logs, 'no task logs: no task ran'
+    for log in logs:
+        text = open(log, encoding='utf-8', errors='replace').read()
+        assert 'Traceback' not in text, f'{log}:\n{text[-3000:]}'

@@ -23,34 +23,43 @@ def test_config_parses(path):
     Config.fromfile(path)
 
 
-def test_babilong_has_every_standard_tier_and_they_differ_only_in_the_tier():
-    bench_files = {re.match(r'babilong_(.+)_gen\.py', os.path.basename(p)).group(1): p
-                   for p in TIER_FILES if os.path.basename(p).startswith('babilong_')}
-    assert set(STANDARD_TIERS) <= set(bench_files)
-    ref = open(bench_files['128k']).read()
-    for tier, path in bench_files.items():
+@pytest.mark.parametrize('bench', ['babilong', 'longbio', 'nolima'])
+def test_every_standard_tier_and_tier_files_differ_only_in_the_tier(bench):
+    files = {re.match(rf'{bench}_(.+)_gen\.py', os.path.basename(p)).group(1): p
+             for p in TIER_FILES if os.path.basename(p).startswith(bench + '_')}
+    assert set(STANDARD_TIERS) - {'0k', '256k', '512k', '1m'} <= set(files)
+    ref = open(files['128k']).read()
+    for tier, path in files.items():
         text = open(path).read().replace(f"'{tier}'", "'128k'")
         diff = [d for d in difflib.unified_diff(ref.splitlines(), text.splitlines(), lineterm='', n=0)
                 if not d.startswith(('---', '+++', '@@'))]
         assert diff == [], (path, diff)
 
 
+def dataset_lists(cfg):
+    """The exported dataset lists of a tier file (not the imported, untiered bases)."""
+    return {k: v for k, v in cfg.items() if isinstance(v, list) and v and isinstance(v[0], dict)
+            and 'abbr' in v[0] and 'tier' in v[0]}
+
+
 def test_tier_configs_give_unique_abbrs_with_the_tier():
     seen = {}
     for path in TIER_FILES:
-        cfg = Config.fromfile(path)
-        (var,) = [k for k in cfg.keys() if k.endswith('_datasets')]
-        for d in cfg[var]:
-            assert d['abbr'] not in seen, (d['abbr'], path, seen.get(d['abbr']))
-            assert d['abbr'].endswith('_' + d['tier'])
-            seen[d['abbr']] = path
+        abbrs = {}
+        for name, lst in dataset_lists(Config.fromfile(path)).items():
+            assert len({d['abbr'] for d in lst}) == len(lst), (path, name)
+            for d in lst:
+                assert d['abbr'].endswith('_' + d['tier']), d['abbr']
+                abbrs[d['abbr']] = path
+        for a in abbrs:
+            assert a not in seen, (a, path, seen.get(a))
+        seen.update(abbrs)
     assert len(seen) >= 12 * 10
 
 
 def test_summary_groups_name_existing_datasets():
     cfg = Config.fromfile(str(REPO / 'configs' / 'summarizers' / 'babilong.py'))
-    abbrs = {d['abbr'] for p in TIER_FILES for k, v in Config.fromfile(p).items() if k.endswith('_datasets')
-             for d in v}
+    abbrs = {d['abbr'] for p in TIER_FILES for lst in dataset_lists(Config.fromfile(p)).values() for d in lst}
     for g in cfg['babilong_summary_groups']:
         for subset in g['subsets']:
             assert subset[0] in abbrs and subset[1] == 'accuracy'

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from conftest import REPO, run_opencompass
+from conftest import REPO, assert_clean_logs, run_opencompass, summary_by_dataset as summary
 from opencompass_longctx.longbio.catalogue import LONGBIO_CATEGORIES, LONGBIO_CELLS, LONGBIO_TOO_SMALL
 from opencompass_longctx.longbio.dataset import load_longbio
 from opencompass_longctx.longbio.scoring import oracle_prediction
@@ -25,20 +25,6 @@ SAMPLES = 2
 def expected_datasets():
     return {f"{p}{c['cell']}_{t}": (c['cell'], t, mode) for t in TIERS for p, mode in PREFIXES.items()
             for c in LONGBIO_CELLS if c['cell'] not in LONGBIO_TOO_SMALL.get(t, [])}
-
-
-def summary(run_dir):
-    (path,) = glob.glob(os.path.join(run_dir, 'summary', 'summary_*.csv'))
-    with open(path, newline='') as f:
-        return {r['dataset']: r for r in csv.DictReader(f)}
-
-
-def assert_clean_logs(run_dir):
-    logs = glob.glob(os.path.join(run_dir, 'logs', '**', '*.out'), recursive=True)
-    assert logs, 'no task logs: no task ran'
-    for log in logs:
-        text = open(log, encoding='utf-8', errors='replace').read()
-        assert 'Traceback' not in text, f'{log}:\n{text[-3000:]}'
 
 
 @pytest.fixture(scope='module')

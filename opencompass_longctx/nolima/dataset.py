@@ -225,14 +225,14 @@ def load_nolima(tier, needle_set: str = 'main', path: Optional[str] = None, toke
                           'returns nothing for a distractor with a static depth)')
 
     tiers = ['rand_shuffle', 'rand_shuffle_long'] if haystack_tier == 'auto' else [haystack_tier]
-    books, used_tier, short_error = None, None, None
+    books, used_tier, errors = None, None, []
     for t in tiers:
         rels = ndata.book_relpaths(t, book_indices)
         if t == 'rand_shuffle_long' and haystack_tier == 'auto':
             try:
                 files = ndata.locate(rels, path, download, revision, what=f'{t} books for L={L}')
             except FileNotFoundError as e:
-                raise hs.HaystackTooShortError(f'{short_error}\nThe longer tier is not available either: {e}') from e
+                raise hs.HaystackTooShortError(f'{errors[0]}\nThe longer tier is not available either: {e}') from e
         else:
             files = ndata.locate(rels, path, download, revision, what=f'{t} books')
         cand = [hs.load_book(files[r], tok) for r in rels]
@@ -240,9 +240,12 @@ def load_nolima(tier, needle_set: str = 'main', path: Optional[str] = None, toke
         if err is None:
             books, used_tier = cand, t
             break
-        short_error = err
+        errors.append(err)
     if books is None:
-        raise short_error
+        if len(errors) == 1:
+            raise errors[0]
+        raise hs.HaystackTooShortError('no haystack tier holds this length:\n' + '\n'.join(
+            f'  {t}: {e}' for t, e in zip(tiers, errors)))
     if used_tier != tiers[0]:
         print(f'[opencompass_longctx] NoLiMa {tier}: the rand_shuffle books are too short for L={L}; using '
               f'{used_tier} (recorded in the haystack_tier column)', file=sys.stderr)
@@ -284,7 +287,22 @@ except ImportError:  # stand-alone use of the loader without OpenCompass
 
 
 class NoLiMaDataset(BaseDataset):
-    """``type=NoLiMaDataset`` in configs; every extra config key goes to :func:`load_nolima`."""
+    """``type=NoLiMaDataset`` in configs; every extra config key goes to :func:`load_nolima`.
+
+    Same result as OpenCompass's ``BaseDataset.__init__`` (columns ``subdivision`` = abbr and ``idx``, the set
+    repeated ``n`` times), but the two columns are appended to the Arrow table instead of written by
+    ``Dataset.map``, which would copy every prompt (over 1 GB at 32K) in each OpenCompass process.
+    """
+
+    def __init__(self, reader_cfg: Optional[Dict] = None, k=1, n: int = 1, **kwargs):
+        from datasets import concatenate_datasets
+        abbr = kwargs.pop('abbr', 'dataset')
+        dataset = self.load(**kwargs)
+        assert (max(k) if isinstance(k, list) else k) <= n, 'Maximum value of `k` must less than or equal to `n`'
+        dataset = dataset.add_column('subdivision', [abbr] * len(dataset))
+        dataset = dataset.add_column('idx', list(range(len(dataset))))
+        self.dataset = concatenate_datasets([dataset] * n) if n > 1 else dataset
+        self._init_reader(**(reader_cfg or {}))
 
     @staticmethod
     def load(**kwargs):

@@ -31,6 +31,7 @@ import os
 import shutil
 import tempfile
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
@@ -41,6 +42,7 @@ from ..util import atomic_write_text
 from .needles import NoLiMaError
 
 PREPROCESS_VERSION = 1
+PARTS_CACHE_SIZE = 64  # decoded windows kept per book (26 depths of a tier, and then some)
 
 
 class HaystackTooShortError(NoLiMaError):
@@ -59,6 +61,8 @@ class BookTokens:
         self.path, self.tokenizer, self.digest = path, tokenizer, digest
         self.tokens, self.line_breaks, self.offsets, self.raw = tokens, line_breaks, offsets, raw
         self._lb_list = line_breaks.tolist()
+        self._parts: 'OrderedDict[Tuple[int, int, int], Tuple[str, str]]' = OrderedDict()
+        self._tails: Dict[Tuple[int, int, int], str] = {}
 
     def __len__(self) -> int:
         return int(self.tokens.shape[0])
@@ -74,6 +78,48 @@ class BookTokens:
         if self.offsets is not None:
             return self.raw[int(self.offsets[a]):int(self.offsets[b])].decode('utf-8', errors='replace')
         return self.tokenizer.decode(self.tokens[a:b].tolist())
+
+    def window_parts(self, s: int, p: int, L: int) -> Tuple[str, str]:
+        """(pre, post) of the window [s, s+L) split after line-break token p (spec §4.2 step 3).
+
+        The window depends on the book, L and the depth only, not on the needle, so every pair (and every
+        variant) at the same (L, depth) shares it: it is decoded once and reused.
+        """
+        key = (s, p, L)
+        hit = self._parts.get(key)
+        if hit is not None:
+            self._parts.move_to_end(key)
+            return hit
+        pre = self.decode(s, p + 1)
+        cut = pre.rfind('\n')
+        pre = pre[:cut] if cut >= 0 else ''
+        parts = (pre, self.decode(p + 1, s + L))
+        self._parts[key] = parts
+        if len(self._parts) > PARTS_CACHE_SIZE:
+            self._parts.popitem(last=False)
+        return parts
+
+    def pre_tail(self, s: int, p: int, n: int) -> str:
+        """The last n characters of *pre* = decode(tokens[s..p]) cut before its last newline.
+
+        Decodes only a suffix of the slice (enough to hold n characters and a margin, so effects of where a
+        decode starts, such as a dropped leading space, cannot reach the tail); falls back to the whole slice.
+        """
+        key = (s, p, n)
+        if key in self._tails:
+            return self._tails[key]
+        for span in (64, 512, None):
+            a = s if span is None else max(s, p - span)
+            txt = self.decode(a, p + 1)
+            cut = txt.rfind('\n')
+            pre = txt[:cut] if cut >= 0 else ''
+            if a == s or len(pre) >= n + 16:
+                break
+        tail = pre[-n:] if n else ''
+        if len(self._tails) > 4096:
+            self._tails.clear()
+        self._tails[key] = tail
+        return tail
 
     def first_line_break_at_or_after(self, target: float) -> Optional[int]:
         i = bisect.bisect_left(self._lb_list, target)
@@ -195,10 +241,7 @@ def _too_short(book: BookTokens, L: int, need: int, what: str) -> HaystackTooSho
 
 
 def _compose(book: BookTokens, needle: str, s: int, p: int, L: int) -> str:
-    pre = book.decode(s, p + 1)
-    cut = pre.rfind('\n')
-    pre = pre[:cut] if cut >= 0 else ''
-    post = book.decode(p + 1, s + L)
+    pre, post = book.window_parts(s, p, L)
     return pre + ' ' + needle + '\n' + post
 
 
@@ -293,23 +336,22 @@ def insert_distractor(book: BookTokens, needle_pl: 'Placement', needle: str, dis
     """
     L = needle_pl.length
     text = needle_pl.text
-    alone = place(book, distractor, L, distractor_depth, shift)
-    idx = alone.text.index(' ' + distractor + '\n')
+    s_d, p_d, _ = window(book, L, distractor_depth, shift)  # the distractor's own placement
     n = 24 if L < 500 else 49
-    anchor = alone.text[max(0, idx - n):idx]
+    anchor = book.pre_tail(s_d, p_d, n)  # = its placement text's n characters before " " + distractor
     back = 1 if L < 500 else 0
     if anchor and text.count(anchor) == 1:
         pos = text.index(anchor) + len(anchor) - back
-        return DistractorInsertion(text[:pos] + ' ' + distractor + '\n' + text[pos:], alone.line_break, True)
+        return DistractorInsertion(text[:pos] + ' ' + distractor + '\n' + text[pos:], p_d, True)
     lb = book.line_breaks
     lo, hi = np.searchsorted(lb, needle_pl.start, 'right'), np.searchsorted(lb, needle_pl.end, 'left')
     cands = sorted({int(q) for q in lb[lo:hi]} | {needle_pl.line_break},
-                   key=lambda q: (abs(q - alone.line_break), q))
+                   key=lambda q: (abs(q - p_d), q))
     for q in cands:
         nl = _newline_pos(book, needle_pl, needle, q)
         if nl is not None:
             pos = max(0, nl - back)
-            return DistractorInsertion(text[:pos] + ' ' + distractor + '\n' + text[pos:], alone.line_break, False)
+            return DistractorInsertion(text[:pos] + ' ' + distractor + '\n' + text[pos:], p_d, False)
     raise PlacementError(f'no line end in the needle\'s window (L={L}) to put the distractor at '
                          f'(depth {distractor_depth:.3f})')
 

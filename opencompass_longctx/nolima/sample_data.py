@@ -58,14 +58,16 @@ GROUPS = [
          needle_inv='Being {1} for years was what {CHAR} mentioned then.',
          questions={'onehop': 'Which character cannot eat {2}?'},
          direct='Which character has been {1} for years?',
-         tests=[['vegan', 'fish-based meals'], ['vegetarian', 'a beef stew'], ['allergic to peanuts', 'satay sauce']]),
+         tests=[['vegan', 'fish-based meals'], ['vegetarian', 'a beef stew'],
+                ['allergic to peanuts', 'satay sauce']]),
     dict(gid='0105', reasoning='commonsense',
          needle='A short note from {CHAR} read: "I am {1}," and that was all.',
          needle_inv='"I am {1}," read the short note from {CHAR}, and that was all.',
          questions={'onehop': 'Which character should avoid {2}?', 'twohop': 'Which character should avoid {3}?'},
          direct='Which character is {1}?',
          tests=[['lactose intolerant', 'milk', 'a cappuccino'], ['coeliac', 'wheat bread', 'a croissant'],
-                ['allergic to shellfish', 'shrimp', 'a prawn cocktail'], ['diabetic', 'sugary sweets', 'caramel fudge']]),
+                ['allergic to shellfish', 'shrimp', 'a prawn cocktail'],
+                ['diabetic', 'sugary sweets', 'caramel fudge']]),
 ]
 # NoLiMa-Hard stand-in: 10 pairs (entry id -> (question types, number of tests)).
 HARD = {'0101Inv': (['twohop'], 4), '0102Inv': (['twohop'], 3), '0105Inv': (['twohop'], 3)}

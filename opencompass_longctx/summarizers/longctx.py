@@ -18,7 +18,7 @@ from .specs import BENCHMARKS, classify
 
 def derive_summary_groups(abbrs: List[str]) -> List[Dict]:
     """One group per benchmark row and tier whose tasks are all in the run (children before parents)."""
-    found = classify(abbrs)
+    found = classify(abbrs)  # (per-model copies of a dataset: the first one names the group's subset)
     groups = []
     for bench in BENCHMARKS:
         for tier, tasks in found.get(bench.name, {}).items():
@@ -31,6 +31,8 @@ def derive_summary_groups(abbrs: List[str]) -> List[Dict]:
                                                                for r in row.of_rows]))
                         made.add(row.name)
                     continue
+                if row.detail_filter or len(row.tasks) == 1:
+                    continue  # a split of one dataset, or the dataset itself: no group
                 present = [t for t in row.tasks if t in tasks]
                 if present and (row.partial_ok or len(present) == len(row.tasks)):
                     groups.append(dict(name=name, subsets=[(tasks[t], bench.metric) for t in present]))

@@ -73,6 +73,40 @@ def read_result(work_dir: str, model: str, abbr: str) -> Optional[dict]:
         return {'error': f'unreadable result file ({e})'}
 
 
+def _detail_value(d: dict, key: str):
+    v = d.get(key)
+    return v[0] if isinstance(v, list) and v else v
+
+
+def detail_cell(res: Optional[dict], key: str, value: str) -> Cell:
+    """Accuracy over the per-sample details whose ``key`` equals ``value`` (over-length ones left out)."""
+    if not res or 'error' in res or not res.get('details'):
+        return Cell(status='missing', reason='no per-sample details')
+    hits = [bool(_detail_value(d, 'correct')) for d in res['details']
+            if _detail_value(d, key) == value and not _detail_value(d, 'over_length')]
+    if not hits:
+        return Cell(status='missing', reason=f'no sample with {key}={value}')
+    mean, ci, n = mean_with_ci([(100.0 * sum(hits) / len(hits), len(hits))])
+    return Cell(score=mean, ci95=ci, n=n)
+
+
+def paper_base(bench: Bench, work_dir: str, model: str, abbrs: Sequence[str]) -> Optional[float]:
+    if bench.paper_base != 'nolima':
+        return None
+    from ..nolima import metrics as nm
+    records = []
+    for abbr in abbrs:
+        res = read_result(work_dir, model, abbr)
+        for d in (res or {}).get('details', []):
+            r = {k: _detail_value(d, k) for k in ('pair', 'haystack', 'context_length', 'correct', 'over_length')}
+            if r['pair'] is not None and not r['over_length']:
+                records.append(r)
+    try:
+        return nm.report(records)['base'] if records else None
+    except Exception:  # noqa: BLE001 - no base tiers run: fall back to the table's own base
+        return None
+
+
 def task_cell(bench: Bench, res: Optional[dict], tier: str, model: ModelInfo, notes: List[str],
               abbr: str) -> Cell:
     tier_tokens = parse_tier(tier).tokens(bench.tier_unit)
@@ -129,7 +163,7 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
           ruler_threshold: float = RULER_THRESHOLD, nolima_ratio: float = NOLIMA_RATIO,
           model_aliases: Optional[Dict[str, Dict[str, str]]] = None) -> dict:
     """The report as plain data: {'tiers', 'rows': [RowResult...], 'notes', ...}."""
-    found = classify(abbrs)
+    found = classify(abbrs, all_abbrs=True)
     aliases = load_aliases(model_aliases)
     notes: List[str] = []
     rows: List[RowResult] = []
@@ -139,15 +173,25 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
             if bench.name not in found:
                 continue
             tiers = sort_tiers(found[bench.name])
+            # this model's dataset for each (tier, task): the one with a result, else the first
+            mine = {tier: {task: next((a for a in cands if read_result(work_dir, model.abbr, a) is not None),
+                                      cands[0]) for task, cands in found[bench.name][tier].items()}
+                    for tier in tiers}
             task_cells = {tier: {task: task_cell(bench, read_result(work_dir, model.abbr, abbr), tier, model,
                                                  notes, abbr)
-                                 for task, abbr in found[bench.name][tier].items()} for tier in tiers}
+                                 for task, abbr in mine[tier].items()} for tier in tiers}
             refs = load_references(bench.name)
             pub_name = aliases.get(bench.name, {}).get(model.abbr)
             done: Dict[str, Dict[str, Cell]] = {}
             for row in bench.rows:
                 if row.of_rows:
                     cells = {tier: rows_mean_cell([done[r][tier] for r in row.of_rows], row.of_rows)
+                             for tier in tiers}
+                elif row.detail_filter:
+                    (task,) = row.tasks
+                    cells = {tier: (detail_cell(read_result(work_dir, model.abbr, mine[tier][task]),
+                                                *row.detail_filter)
+                                    if task in mine[tier] else Cell(status='missing', reason=f'not run: {task}'))
                              for tier in tiers}
                 else:
                     cells = {tier: row_cell(row.tasks, task_cells[tier], row.partial_ok) for tier in tiers}
@@ -162,6 +206,10 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
                 series = [(t, cells[t].score if cells[t].status == 'ok' else None) for t in tiers]
                 base_scores = [cells[t].score for t in bench.base_tiers if t in cells and cells[t].status == 'ok']
                 base = max(base_scores) if base_scores else None
+                if bench.paper_base and len(row.tasks) == 1 and not row.detail_filter:
+                    base = paper_base(bench, work_dir, model.abbr,
+                                      [mine[t][row.tasks[0]] for t in bench.base_tiers
+                                       if t in mine and row.tasks[0] in mine[t]]) or base
                 thr = nolima_threshold(base, nolima_ratio)
                 rr.effective = {
                     'nolima': dict(effective_length(series, thr) if thr is not None else

@@ -24,6 +24,7 @@ class Row:
     tasks: Tuple[str, ...] = ()
     partial_ok: bool = False
     of_rows: Tuple[str, ...] = ()
+    detail_filter: Tuple[str, str] = ()   # (key, value): accuracy over the per-sample details that match
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,10 @@ class Bench:
     base_tiers: Tuple[str, ...]
     metric: str = 'accuracy'
     tier_unit: int = 1000
-    # extra row names derived from a per-task attribute (filled by the benchmark's evaluator), optional
     notes: str = ''
+    # 'nolima': the base score is NoLiMa's per-pair one, computed from the per-test details
+    # (opencompass_longctx.nolima.metrics), not the best row score at base_tiers
+    paper_base: Optional[str] = None
 
     def match(self, abbr: str) -> Optional[Tuple[str, str]]:
         m = re.match(self.pattern, abbr)
@@ -69,6 +72,12 @@ BENCHMARKS: List[Bench] = [
     Bench(name='longbio', pattern=r'^longbio_(?!strict_)(?P<task>[a-z_0-9]+?)_' + _TIER + '$',
           rows=_longbio_rows(), base_tiers=('0k', '1k', '2k'), tier_unit=1024,
           notes='accuracy (%), compat mode; categories are means over their cells, mean over the categories'),
+    Bench(name='nolima', pattern=r'^nolima_(?P<task>main|hard|cot|mc|direct|distractor)_' + _TIER + r'(?:@.+)?$',
+          rows=(Row('main', ('main',)), Row('main one-hop', ('main',), detail_filter=('question_type', 'onehop')),
+                Row('main two-hop', ('main',), detail_filter=('question_type', 'twohop')))
+          + tuple(Row(v, (v,)) for v in ('hard', 'cot', 'mc', 'direct', 'distractor')),
+          base_tiers=('250', '500', '1k'), paper_base='nolima',
+          notes="accuracy (%), contains; 1k = 1000 tokens of the model's tokenizer"),
     Bench(name='longbio_strict', pattern=r'^longbio_strict_(?P<task>[a-z_0-9]+?)_' + _TIER + '$',
           rows=_longbio_rows(), base_tiers=('0k', '1k', '2k'), tier_unit=1024,
           notes='accuracy (%), strict mode (the authors\' bugs fixed)'),
@@ -100,14 +109,20 @@ class Cell:
         return f'{self.score:.1f}' + (f' ±{self.ci95:.1f}' if with_ci and self.ci95 is not None else '')
 
 
-def classify(abbrs: Sequence[str]) -> Dict[str, Dict[str, Dict[str, str]]]:
-    """{bench: {tier: {task: abbr}}} for every abbr a benchmark recognises."""
-    out: Dict[str, Dict[str, Dict[str, str]]] = {}
+def classify(abbrs: Sequence[str], all_abbrs: bool = False):
+    """{bench: {tier: {task: abbr}}} for every abbr a benchmark recognises. With ``all_abbrs`` the values are
+    lists: per-model copies of a dataset (NoLiMa's ``nolima_main_4k@<model>``, each made with that model's
+    tokenizer) share a task and tier."""
+    out: Dict = {}
     for abbr in abbrs:
         for b in BENCHMARKS:
             hit = b.match(abbr)
             if hit:
                 task, tier = hit
-                out.setdefault(b.name, {}).setdefault(tier, {})[task] = abbr
+                slot = out.setdefault(b.name, {}).setdefault(tier, {})
+                if all_abbrs:
+                    slot.setdefault(task, []).append(abbr)
+                else:
+                    slot.setdefault(task, abbr)
                 break
     return out
