@@ -33,5 +33,8 @@ setup(
     entry_points={'console_scripts': [
         'longctx-tiny-model=opencompass_longctx.tiny_model:main',
         'longctx-demo-data=opencompass_longctx.demo_data:main',
+        'longctx-nolima-sample-data=opencompass_longctx.nolima.sample_data:main',
+        'longctx-babilong-generate=opencompass_longctx.babilong.generator:main',
+        'longctx-report=opencompass_longctx.report:main',
     ]},
 )

@@ -1,5 +1,7 @@
-# CPU demo of the whole pipeline: the project's tiny random-weight chat model on small BABILong-format
-# files that the project generates itself (not the licensed BABILong data) at tiers 0k, 1k and 2k.
+# CPU demo of the whole pipeline: the project's tiny random-weight chat model on the three benchmarks at small
+# tiers: BABILong-format files the project generates itself (not the licensed BABILong data) at 0k, 1k and
+# 2k; LongBioBench (generated on the fly) at 0k and 2k; NoLiMa on the project's own stand-in needle sets and
+# books (not the licensed NoLiMa data) at 250 and 500 tokens.
 # Run from the repository root:  opencompass examples/eval_longctx_demo.py
 # Scores are those of a random model (near 0): the demo proves the plumbing, not a model.
 from mmengine.config import read_base
@@ -11,6 +13,10 @@ with read_base():
     from ..configs.datasets.babilong.babilong_0k_gen import babilong_datasets as babilong_0k
     from ..configs.datasets.babilong.babilong_1k_gen import babilong_datasets as babilong_1k
     from ..configs.datasets.babilong.babilong_2k_gen import babilong_datasets as babilong_2k
+    from ..configs.datasets.longbio.longbio_0k_gen import longbio_datasets as longbio_0k
+    from ..configs.datasets.longbio.longbio_2k_gen import longbio_datasets as longbio_2k
+    from ..configs.datasets.nolima.nolima_250_gen import nolima_datasets as nolima_250
+    from ..configs.datasets.nolima.nolima_500_gen import nolima_datasets as nolima_500
     from ..configs.models.longctx_tiny_chat import models
     from ..configs.summarizers.longctx import summarizer
 
@@ -20,15 +26,21 @@ DEMO_DIR = 'outputs/longctx_demo'
 TIERS = ['0k', '1k', '2k']
 NUM_SAMPLES = 4
 
-# demo_data=True: the loader writes the project's own sample files under DEMO_DIR if they are missing.
+# demo_data=True / sample_data=True: the loaders write the project's own stand-in files under DEMO_DIR if they
+# are missing.
 datasets = [dict(d, path=f'{DEMO_DIR}/babilong', demo_data=True, num_samples=NUM_SAMPLES)
             for d in [*babilong_0k, *babilong_1k, *babilong_2k]]
+datasets += [dict(d, num_samples=2) for d in [*longbio_0k, *longbio_2k]]
+datasets += [dict(d, path=f'{DEMO_DIR}/nolima', sample_data=True, pairs=2, haystacks=[0], depth_indices=[0, 12, 25])
+             for d in [*nolima_250, *nolima_500]]
 
 # OpenCompass's table: the per-tier groups first, then every dataset. The long-context tier table (all
 # benchmarks x tiers, effective lengths, plots) follows it; groups are derived from the datasets' abbrs.
 summarizer = dict(
     summarizer,
     dataset_abbrs=[f'babilong_qa1-qa{last}_{tier}' for tier in TIERS for last in (5, 10)]
+    + [f'longbio_{row}_{tier}' for tier in ('0k', '2k')
+       for row in ('understanding', 'reasoning', 'trustworthiness', 'mean')]
     + [d['abbr'] for d in datasets],
 )
 

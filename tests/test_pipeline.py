@@ -1,7 +1,6 @@
 """End to end through the real `opencompass` command (subprocess runner, not --debug), with the project's
 tiny CPU chat model. OpenCompass exits 0 even when tasks fail, so every test reads the summary, the
 predictions, the results and the task logs."""
-import csv
 import glob
 import json
 import os
@@ -9,7 +8,7 @@ import shutil
 
 import pytest
 
-from conftest import REPO, run_opencompass
+from conftest import REPO, assert_clean_logs, run_opencompass, summary_by_dataset
 from opencompass_longctx.babilong.scoring import score_one
 
 DEMO = REPO / 'examples' / 'eval_longctx_demo.py'
@@ -18,17 +17,7 @@ TASKS = [f'qa{i}' for i in range(1, 11)]
 
 
 def summary_rows(run_dir):
-    (path,) = glob.glob(os.path.join(run_dir, 'summary', 'summary_*.csv'))
-    with open(path, newline='') as f:
-        return list(csv.DictReader(f))
-
-
-def assert_clean_logs(run_dir):
-    logs = glob.glob(os.path.join(run_dir, 'logs', '**', '*.out'), recursive=True)
-    assert logs, 'no task logs: no task ran'
-    for log in logs:
-        text = open(log, encoding='utf-8', errors='replace').read()
-        assert 'Traceback' not in text, f'{log}:\n{text[-3000:]}'
+    return list(summary_by_dataset(run_dir).values())
 
 
 @pytest.fixture(scope='module')
@@ -47,12 +36,19 @@ def test_demo_summary_has_a_number_in_every_row(demo_run):
     assert_clean_logs(run_dir)
     rows = summary_rows(run_dir)
     names = [r['dataset'] for r in rows]
-    expected_groups = [f'babilong_qa1-qa{n}_{t}' for t in TIERS for n in (5, 10)]
-    expected_sets = [f'babilong_{q}_{t}' for t in TIERS for q in TASKS]
+    from mmengine.config import Config
+    cfg = Config.fromfile(str(DEMO))
+    expected_sets = [d['abbr'] for d in cfg['datasets']]
+    expected_groups = [f'babilong_qa1-qa{n}_{t}' for t in TIERS for n in (5, 10)] + [
+        f'longbio_{row}_{t}' for t in ('0k', '2k') for row in ('understanding', 'reasoning', 'trustworthiness', 'mean')]
     assert names == expected_groups + expected_sets
+    assert {a.split('_')[0] for a in expected_sets} == {'babilong', 'longbio', 'nolima'}  # all three benchmarks
     for r in rows:
         float(r['tiny-chat'])  # a number, not '-'
         assert r['metric'] == ('naive_average' if r['dataset'] in expected_groups else 'accuracy')
+    (js,) = glob.glob(os.path.join(run_dir, 'summary', 'longctx_*.json'))
+    benches = {(r['bench'], r['row']) for r in json.load(open(js))['rows']}
+    assert {('babilong', 'qa1-qa5'), ('longbio', 'mean'), ('nolima', 'main'), ('nolima', 'main one-hop')} <= benches
     # the tiny model was built on first use inside the run, and the demo data written by the loader
     assert os.path.isfile(cwd / 'outputs' / 'longctx_demo' / 'tiny-chat' / 'config.json')
     assert os.path.isfile(cwd / 'outputs' / 'longctx_demo' / 'babilong' / 'data' / 'qa7' / '2k.json')
@@ -75,7 +71,8 @@ def test_demo_sends_exact_prompts_and_records_details(demo_run):
     res = json.load(open(os.path.join(run_dir, 'results', 'tiny-chat', 'babilong_qa2_1k.json')))
     details = res['details']  # OpenCompass stores each detail field as a one-element list
     assert res['counts'] == [{'n': 4, 'correct': sum(d['correct'][0] for d in details),
-                              'invalid_predictions': sum(d.get('invalid_prediction', [False])[0] for d in details)}]
+                              'invalid_predictions': sum(d.get('invalid_prediction', [False])[0] for d in details),
+                              'over_length': 0}]
     assert res['scoring_mode'] == ['official']
     assert len(details) == 4 and all(d['answer'] == [p['gold']] for d, p in zip(details, preds.values()))
 
@@ -90,7 +87,7 @@ def test_oracle_predictions_score_through_the_eval_pipeline(demo_run):
     run_copy = os.path.join(os.path.dirname(run_dir), '20000101_000000')
     shutil.copytree(run_dir, run_copy, ignore=shutil.ignore_patterns('results', 'summary'))
     expected = {}
-    for path in glob.glob(os.path.join(run_copy, 'predictions', 'tiny-chat', '*.json')):
+    for path in glob.glob(os.path.join(run_copy, 'predictions', 'tiny-chat', 'babilong_*.json')):
         preds = json.load(open(path))
         abbr = os.path.basename(path)[:-5]
         task = abbr.split('_')[1]
