@@ -1,5 +1,5 @@
-# Leaderboard comparison: long-context models served by LMDeploy (TurboMind, tensor parallel), tier by tier,
-# each model on the tiers it can hold. Needs GPUs, `pip install -e ".[lmdeploy]"`, the models as local
+# Leaderboard comparison: long-context models served by LMDeploy (TurboMind, tensor parallel) on BABILong,
+# LongBioBench and NoLiMa, tier by tier, each model on the tiers it can hold. Needs GPUs, `pip install -e ".[lmdeploy]"`, the models as local
 # directories under $LONGCTX_MODEL_ROOT and the benchmark data (see README).
 #   opencompass examples/eval_longctx.py             # run
 #   opencompass examples/eval_longctx.py --dry-run   # parse and partition only (any machine)
@@ -20,6 +20,20 @@ with read_base():
     from ..configs.datasets.babilong.babilong_256k_gen import babilong_datasets as babilong_256k
     from ..configs.datasets.babilong.babilong_512k_gen import babilong_datasets as babilong_512k
     from ..configs.datasets.babilong.babilong_1m_gen import babilong_datasets as babilong_1m
+    from ..configs.datasets.longbio.longbio_2k_gen import longbio_datasets as longbio_2k
+    from ..configs.datasets.longbio.longbio_8k_gen import longbio_datasets as longbio_8k
+    from ..configs.datasets.longbio.longbio_32k_gen import longbio_datasets as longbio_32k
+    from ..configs.datasets.longbio.longbio_64k_gen import longbio_datasets as longbio_64k
+    from ..configs.datasets.longbio.longbio_128k_gen import longbio_datasets as longbio_128k
+    from ..configs.datasets.longbio.longbio_1m_gen import longbio_datasets as longbio_1m
+    from ..configs.datasets.nolima.nolima_250_gen import nolima_datasets as nolima_250
+    from ..configs.datasets.nolima.nolima_500_gen import nolima_datasets as nolima_500
+    from ..configs.datasets.nolima.nolima_1k_gen import nolima_datasets as nolima_1k
+    from ..configs.datasets.nolima.nolima_2k_gen import nolima_datasets as nolima_2k
+    from ..configs.datasets.nolima.nolima_4k_gen import nolima_datasets as nolima_4k
+    from ..configs.datasets.nolima.nolima_8k_gen import nolima_datasets as nolima_8k
+    from ..configs.datasets.nolima.nolima_16k_gen import nolima_datasets as nolima_16k
+    from ..configs.datasets.nolima.nolima_32k_gen import nolima_datasets as nolima_32k
     from ..configs.models.lmdeploy_longctx import lmdeploy_longctx_models
     from ..configs.summarizers.longctx import summarizer
 
@@ -27,16 +41,29 @@ with read_base():
 RUN_MODELS = ['qwen2.5-7b-instruct', 'qwen2.5-7b-instruct-1m', 'internlm2_5-7b-chat-1m', 'llama-3.1-8b-instruct',
               'glm-4-9b-chat-1m']
 
-datasets = [*babilong_0k, *babilong_4k, *babilong_16k, *babilong_32k, *babilong_64k, *babilong_128k,
-            *babilong_256k, *babilong_512k, *babilong_1m]
 models = [m for m in lmdeploy_longctx_models if m['abbr'] in RUN_MODELS]
 MAX_TIER = {m['abbr']: TIERS[m['max_tier']] for m in LONGCTX_LMDEPLOY_MODELS}
+SIZE = dict(TIERS, **{'250': 250, '500': 500})  # NoLiMa's short lengths
+babilong = [*babilong_0k, *babilong_4k, *babilong_16k, *babilong_32k, *babilong_64k, *babilong_128k,
+            *babilong_256k, *babilong_512k, *babilong_1m]
+# LongBioBench fills the whole prompt to the tier (1k = 1024 data-tokenizer tokens): keep room for the chat
+# template and the answer. Its data tokenizer is shared by all models (the authors used Qwen2.5-7B-Instruct's:
+# set tokenizer= to that directory for parity).
+longbio = [dict(d, reserve_tokens=512) for d in [*longbio_2k, *longbio_8k, *longbio_32k, *longbio_64k, *longbio_128k,
+                                                 *longbio_1m]]
+# NoLiMa counts L in the evaluated model's own tokenizer: one copy of each dataset per model.
+nolima = [dict(d, tokenizer=m['path'], abbr=f"{d['abbr']}@{m['abbr']}") for m in models
+          for d in [*nolima_250, *nolima_500, *nolima_1k, *nolima_2k, *nolima_4k, *nolima_8k, *nolima_16k, *nolima_32k]]
+datasets = [*babilong, *longbio, *nolima]
 # each model only gets the tiers up to its own largest one (prompts that still do not fit are skipped and
-# reported as N/A by the over-length policy, never truncated)
-model_dataset_combinations = [dict(models=[m], datasets=[d for d in datasets if TIERS[d['tier']] <= MAX_TIER[m['abbr']]])
-                              for m in models]
+# reported as N/A by the over-length policy, never truncated), and NoLiMa in its own tokenizer
+model_dataset_combinations = [
+    dict(models=[m], datasets=[d for d in [*babilong, *longbio] if SIZE[d['tier']] <= MAX_TIER[m['abbr']]]
+         + [d for d in nolima if d['tokenizer'] == m['path'] and SIZE[d['tier']] <= MAX_TIER[m['abbr']]])
+    for m in models]
 
-summarizer = dict(summarizer, dataset_abbrs=[f'babilong_qa1-qa{last}_{tier}' for tier in TIERS for last in (5, 10)])
+summarizer = dict(summarizer, dataset_abbrs=[f'babilong_qa1-qa{last}_{tier}' for tier in TIERS for last in (5, 10)]
+                  + [f'longbio_mean_{tier}' for tier in TIERS])
 # One task per model x dataset: long tiers are heavy, and NaivePartitioner does not build every dataset in the
 # main process just to size it. Multi-node: replace LocalRunner with OpenCompass's SlurmRunner (README).
 infer = dict(partitioner=dict(type=NaivePartitioner),

@@ -78,4 +78,6 @@ def test_leaderboard_example_dry_run(tmp_path):
         assert m['engine_config']['tp'] == m['run_cfg']['num_gpus']
         assert m['engine_config']['session_len'] >= m['max_seq_len'] > m['max_out_len']
         # each model only gets the tiers it can hold
-        assert max(cfg['TIERS'][d['tier']] for d in c['datasets']) <= cfg['MAX_TIER'][m['abbr']] <= m['max_seq_len']
+        assert max(cfg['SIZE'][d['tier']] for d in c['datasets']) <= cfg['MAX_TIER'][m['abbr']] <= m['max_seq_len']
+        # NoLiMa datasets are this model's own copies (made with its tokenizer)
+        assert all(d['tokenizer'] == m['path'] for d in c['datasets'] if d['abbr'].startswith('nolima_'))

@@ -18,10 +18,15 @@ from opencompass_longctx.models.rule_reader import BabiRuleReader
 with read_base():
     from ..configs.datasets.babilong.babilong_2k_gen import babilong_datasets as babilong_2k
     from ..configs.datasets.babilong.babilong_192k_gen import babilong_datasets as babilong_192k
+    from ..configs.datasets.longbio.longbio_192k_gen import longbio_datasets as longbio_192k
+    from ..configs.datasets.nolima.nolima_192k_gen import nolima_datasets as nolima_192k
     from ..configs.models.longctx_tiny_chat import models as tiny
     from ..configs.summarizers.longctx import summarizer
 
 datasets = [dict(d, num_samples=2) for d in [*babilong_2k[:5], *babilong_192k[:5]]]
+datasets += [dict(d, num_samples=1) for d in longbio_192k if d['cell'] in ('standard', 'calculation', 'idk')]
+datasets += [dict(d, path=NOLIMA, sample_data=True, sample_book_tokens=200000, pairs=1, haystacks=[0],
+                  depth_indices=[0, 5]) for d in nolima_192k]
 models = [*tiny, dict(type=BabiRuleReader, abbr='rule-reader', max_seq_len=400000, max_out_len=20,
                       batch_size=4, run_cfg=dict(num_gpus=0))]
 infer = dict(partitioner=dict(type=NumWorkerPartitioner, num_worker=1),
@@ -38,11 +43,12 @@ def copy_tier(configs, bench, new_tier):
     (d / f'{bench}_{new_tier}_gen.py').write_text(text.replace("'128k'", f"'{new_tier}'"))
 
 
-def test_babilong_192k_by_copying_a_config(tmp_path, babi_inputs):
+def test_192k_by_copying_a_config_for_each_benchmark(tmp_path, babi_inputs):
     shutil.copytree(REPO / 'configs', tmp_path / 'configs')
-    copy_tier(tmp_path / 'configs', 'babilong', '192k')
+    for bench in ('babilong', 'longbio', 'nolima'):
+        copy_tier(tmp_path / 'configs', bench, '192k')
     (tmp_path / 'examples').mkdir()
-    (tmp_path / 'examples' / 'run.py').write_text(RUN)
+    (tmp_path / 'examples' / 'run.py').write_text(RUN.replace('NOLIMA', repr(str(tmp_path / 'nolima'))))
     from opencompass_longctx import demo_data
     demo_data.write(str(tmp_path / 'data'), tiers=('2k',), tasks=[f'qa{i}' for i in range(1, 6)], samples=2)
     env = {'BABI_DIR': babi_inputs[0], 'PG19_DIR': babi_inputs[1], 'BABILONG_DATA': str(tmp_path / 'data'),
@@ -55,7 +61,11 @@ def test_babilong_192k_by_copying_a_config(tmp_path, babi_inputs):
     (js,) = glob.glob(os.path.join(run, 'summary', 'longctx_*.json'))
     rep = json.load(open(js))
     assert rep['tiers'] == ['2k', '192k']  # the new column, with no edit of the summarizer
-    rows = {r['model']: r for r in rep['rows']}
+    table = {(r['model'], r['bench'], r['row']): r for r in rep['rows']}
+    for bench, row in (('longbio', 'mean'), ('nolima', 'main')):  # the copied tiers are there too
+        assert table[('tiny-chat', bench, row)]['cells']['192k']['status'] == 'n/a'  # 16k window: never cut
+        assert table[('rule-reader', bench, row)]['cells']['192k']['status'] == 'ok'  # read, answered, scored
+    rows = {r['model']: r for r in rep['rows'] if r['bench'] == 'babilong'}
     rule = rows['rule-reader']['cells']['192k']
     assert rule['status'] == 'ok' and rule['tasks']['qa1'] == 100.0 and rule['n'] == 10  # generated, then read
     # the tiny model's 16k window cannot hold 192k: N/A, never a truncated prompt or a 0
