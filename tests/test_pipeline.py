@@ -49,6 +49,10 @@ def test_demo_summary_has_a_number_in_every_row(demo_run):
     (js,) = glob.glob(os.path.join(run_dir, 'summary', 'longctx_*.json'))
     benches = {(r['bench'], r['row']) for r in json.load(open(js))['rows']}
     assert {('babilong', 'qa1-qa5'), ('longbio', 'mean'), ('nolima', 'main'), ('nolima', 'main one-hop')} <= benches
+    plots = {os.path.basename(p) for p in glob.glob(os.path.join(js[:-5] + '_plots', '*.png'))}
+    # depth x tier heatmaps from the per-sample needle depths of LongBioBench and NoLiMa
+    assert {'depth_longbio_tiny-chat.png', 'depth_nolima_tiny-chat.png', 'score_vs_tier_babilong_qa1-qa5.png',
+            'score_vs_tier_nolima_main_one-hop.png'} <= plots
     # the tiny model was built on first use inside the run, and the demo data written by the loader
     assert os.path.isfile(cwd / 'outputs' / 'longctx_demo' / 'tiny-chat' / 'config.json')
     assert os.path.isfile(cwd / 'outputs' / 'longctx_demo' / 'babilong' / 'data' / 'qa7' / '2k.json')

@@ -45,7 +45,7 @@ def plot_report(report: dict, out_dir: str, work_dir: Optional[str] = None) -> L
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
         fig.tight_layout()
-        path = os.path.join(out_dir, f'score_vs_tier_{bench}_{row}.png')
+        path = os.path.join(out_dir, f"score_vs_tier_{bench}_{row.replace(' ', '_')}.png")
         fig.savefig(path, dpi=110)
         plt.close(fig)
         written.append(path)
