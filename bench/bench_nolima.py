@@ -59,13 +59,6 @@ def main(argv=None):
     second = measure(setup, quiet + f'RESULT = len(load_nolima({call}))', env)
     oc = measure(setup, quiet + f"RESULT = len(NoLiMaDataset(reader_cfg=dict(input_columns=['prompt'], "
                                 f"output_column='answer'), abbr='n', {call}).test)", env)
-    # The shared DatasetCache re-hashes the whole entry (sha256) on every load. What a reload costs if that hash
-    # were memoised by (path, size, mtime) like cache.file_digest (the change proposed for cache.py):
-    memo = ('import opencompass_longctx.cache as C\n_real = C.sha256_file\n'
-            'def _memo(p):\n    C.sha256_file = _real\n    try:\n        return C.file_digest(p)\n'
-            '    finally:\n        C.sha256_file = _memo\nC.sha256_file = _memo\n')
-    measure(setup, quiet + memo + f'RESULT = len(load_nolima({call}))', env)  # computes and stores the memo
-    memoised = measure(setup, quiet + memo + f'RESULT = len(load_nolima({call}))', env)
     size_mb = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(os.path.join(cache, 'nolima'))
                   for f in fs) / 1e6
     # per-sample cost with the books already tokenised (different pair selections = different cache keys)
@@ -80,9 +73,6 @@ def main(argv=None):
          f'{first["seconds"]:.2f} s'),
         ('second build (cache)', f'{second["seconds"]:.3f} s = {100 * second["seconds"] / first["seconds"]:.1f}% '
                                  f'of the first, {100 * second["seconds"] / 60:.1f}% of the 60 s budget'),
-        ('  of which the shared cache re-hashing its entry', f'{second["seconds"] - memoised["seconds"]:.3f} s: '
-         f'with that hash memoised (proposed cache.py change) a reload takes {memoised["seconds"]:.3f} s = '
-         f'{100 * memoised["seconds"] / first["seconds"]:.1f}% of the first'),
         ('second build via OpenCompass NoLiMaDataset (idx/subdivision columns)', f'{oc["seconds"]:.3f} s'),
         ('cache entry size', f'{size_mb:,.0f} MB'),
         ('peak memory, first build (RSS over baseline)',
