@@ -7,12 +7,13 @@ loaded. ``pools_sha256()`` (the hash of the manifest) names the exact pools a da
     python -m opencompass_longctx.longbio.pools manifest   # validate, then rewrite the manifest
 """
 import functools
-import hashlib
 import json
 import os
 import sys
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
+
+from ..util import sha256_file
 
 POOLS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'pools')
 MANIFEST = 'manifest.json'
@@ -43,11 +44,6 @@ class Pools:
 
 def all_files() -> List[str]:
     return sorted([*VALUE_FILES.values(), STANDARD_FILE, *PARAPHRASE_FILES.values()])
-
-
-def _sha256(path: str) -> str:
-    with open(path, 'rb') as f:
-        return hashlib.sha256(f.read()).hexdigest()
 
 
 def _read_lines(rel: str) -> List[str]:
@@ -87,10 +83,10 @@ def check_manifest() -> str:
         path = os.path.join(POOLS_DIR, rel)
         if not os.path.isfile(path):
             raise PoolError(f'LongBioBench pool file {path} is missing; reinstall the package')
-        if _sha256(path) != digest:
+        if sha256_file(path) != digest:
             raise PoolError(f'LongBioBench pool file {path} differs from its manifest hash (edited?). Run '
                             '`python -m opencompass_longctx.longbio.pools manifest` after an intended edit.')
-    return _sha256(os.path.join(POOLS_DIR, MANIFEST))
+    return sha256_file(os.path.join(POOLS_DIR, MANIFEST))
 
 
 @functools.lru_cache(maxsize=1)
@@ -168,7 +164,7 @@ def validate(pools: Pools = None) -> List[str]:
 
 
 def write_manifest() -> str:
-    files = {rel: _sha256(os.path.join(POOLS_DIR, rel)) for rel in all_files()}
+    files = {rel: sha256_file(os.path.join(POOLS_DIR, rel)) for rel in all_files()}
     path = os.path.join(POOLS_DIR, MANIFEST)
     with open(path, 'w', encoding='utf-8') as f:
         json.dump({'files': files}, f, indent=1, sort_keys=True)
