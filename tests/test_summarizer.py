@@ -123,10 +123,17 @@ with read_base():
     from ..configs.datasets.babilong.babilong_0k_gen import babilong_datasets as b0
     from ..configs.datasets.babilong.babilong_1k_gen import babilong_datasets as b1
     from ..configs.datasets.babilong.babilong_3k_gen import babilong_datasets as b3
+    from ..configs.datasets.longbio.longbio_0k_gen import longbio_datasets as l0
+    from ..configs.datasets.longbio.longbio_2k_gen import longbio_datasets as l2
+    from ..configs.datasets.nolima.nolima_250_gen import nolima_datasets as n250
+    from ..configs.datasets.nolima.nolima_500_gen import nolima_datasets as n500
     from ..configs.models.longctx_tiny_chat import models as tiny
     from ..configs.summarizers.longctx import summarizer
 
 datasets = [dict(d, path=DATA, demo_data=True, num_samples=3) for d in [*b0[:5], *b1[:5], *b3[:5]]]
+datasets += [dict(d, num_samples=1) for d in [*l0, *l2] if d['cell'] in ('standard', 'calculation', 'citation_1')]
+datasets += [dict(d, path=DATA + '_nolima', sample_data=True, pairs=2, haystacks=[0], depth_indices=[0, 12, 25])
+             for d in [*n250, *n500]]
 models = [*tiny, dict(type=BabiRuleReader, abbr='rule-reader', max_seq_len=100000, max_out_len=20,
                       batch_size=8, run_cfg=dict(num_gpus=0))]
 summarizer = dict(summarizer, model_aliases=dict(babilong={'rule-reader': 'Qwen2.5-7B-Instruct'}))
@@ -154,8 +161,14 @@ def test_two_models_copied_tier_and_report(tmp_path):
     assert 'Long-context tier table' in proc.stdout
     (js,) = glob.glob(os.path.join(run, 'summary', 'longctx_*.json'))
     rep = json.load(open(js))
-    assert rep['tiers'] == ['0k', '1k', '3k']  # the copied tier is a new column, with no other edit
-    rows = {(r['model'], r['row']): r for r in rep['rows']}
+    assert rep['tiers'] == ['0k', '250', '500', '1k', '2k', '3k']  # the copied 3k tier is a new column
+    table = {(r['model'], r['bench'], r['row']): r for r in rep['rows']}
+    for model in ('tiny-chat', 'rule-reader'):  # every benchmark, two tiers or more, both models
+        for bench, row, tiers in (('longbio', 'mean', ('0k', '2k')), ('nolima', 'main', ('250', '500'))):
+            cells = table[(model, bench, row)]['cells']
+            assert all(cells[t]['status'] == 'ok' and cells[t]['n'] > 0 for t in tiers), (model, bench)
+        assert set(table[(model, 'nolima', 'main')]['effective']) == {'nolima', 'ruler'}  # both definitions
+    rows = {(r['model'], r['row']): r for r in rep['rows'] if r['bench'] == 'babilong'}
     assert set(rows) == {('tiny-chat', 'qa1-qa5'), ('rule-reader', 'qa1-qa5')}
     rule = rows[('rule-reader', 'qa1-qa5')]
     for tier in ('0k', '1k', '3k'):
@@ -167,9 +180,10 @@ def test_two_models_copied_tier_and_report(tmp_path):
     assert rule['published_name'] == 'Qwen2.5-7B-Instruct'
     md = open(js[:-5] + '.md').read()
     assert 'measured - published' in md and '| tiny-chat | babilong | qa1-qa5 |' in md
-    plots = glob.glob(os.path.join(js[:-5] + '_plots', '*.png'))
-    assert [os.path.basename(p) for p in plots] == ['score_vs_tier_babilong_qa1-qa5.png']
-    assert os.path.getsize(plots[0]) > 10000
+    plots = {os.path.basename(p): p for p in glob.glob(os.path.join(js[:-5] + '_plots', '*.png'))}
+    assert {'score_vs_tier_babilong_qa1-qa5.png', 'score_vs_tier_longbio_mean.png', 'score_vs_tier_nolima_main.png',
+            'depth_longbio_tiny-chat.png', 'depth_nolima_rule-reader.png'} <= set(plots)
+    assert os.path.getsize(plots['score_vs_tier_babilong_qa1-qa5.png']) > 10000
     summary = open(glob.glob(os.path.join(run, 'summary', 'summary_*.csv'))[0]).read()
     assert 'babilong_qa1-qa5_3k' in summary  # derived group in OpenCompass's own table
     # re-summarize with OpenCompass itself, no inference: -m viz -r <timestamp>
