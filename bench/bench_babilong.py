@@ -28,8 +28,9 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     from opencompass_longctx import demo_data
+    from opencompass_longctx.babilong.data import file_name
     data_dir = os.path.abspath(args.dir)
-    path = os.path.join(data_dir, 'data', args.task, demo_data.file_name(args.tier))
+    path = os.path.join(data_dir, 'data', args.task, file_name(args.tier))
     t = time.perf_counter()
     if not os.path.isfile(path):
         demo_data.write(data_dir, tiers=[args.tier], tasks=[args.task], samples=args.samples)

@@ -20,7 +20,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, Optional
 
 from . import __version__
 from .util import atomic_write_text, json_default, sha256_file
@@ -160,6 +160,3 @@ class DatasetCache:
             if os.path.isdir(tmp):
                 shutil.rmtree(tmp, ignore_errors=True)
 
-
-def rows_to_list(ds) -> List[Dict]:
-    return [dict(r) for r in ds]

@@ -15,7 +15,6 @@ import random
 import sys
 from typing import List, Tuple
 
-from .tiers import parse_tier
 from .util import atomic_write_text
 
 PEOPLE = ['Mary', 'John', 'Sandra', 'Daniel']
@@ -123,16 +122,11 @@ def write_books(out_dir: str, books: int = 3, sentences: int = 4000, seed: int =
     return paths
 
 
-def file_name(tier: str) -> str:
-    """Published file names: lower-case k, upper-case M (``1M.json``)."""
-    name = parse_tier(tier).name
-    return (name[:-1] + 'M' if name.endswith('m') else name) + '.json'
-
-
 def write(out_dir: str, tiers=('0k', '1k', '2k'), tasks=tuple(f'qa{i}' for i in range(1, 11)),
           samples: int = 5, seed: int = 0) -> List[str]:
     """BABILong-format files made by the project's BABILong generator from made-up inputs (bAbI-style
     stories and books of made-up sentences, written under ``out_dir/inputs``)."""
+    from .babilong.data import file_name
     from .babilong.generator import Generator
     from .babilong.generator import write as generate
     inputs = os.path.join(out_dir, 'inputs')

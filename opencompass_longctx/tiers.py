@@ -14,7 +14,7 @@ What a tier means in tokens depends on the benchmark's own convention, given her
 import re
 from dataclasses import dataclass
 
-from .configs.tier_table import STANDARD_TIERS, TIERS  # noqa: F401
+from .configs.tier_table import STANDARD_TIERS
 
 _TIER_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([km]?)\s*$', re.IGNORECASE)
 ACCEPTED_FORMS = ("a number followed by 'k' or 'm' (case-insensitive), e.g. "
@@ -40,10 +40,6 @@ class Tier:
     @property
     def sort_key(self) -> float:
         return self.tokens(1000)
-
-    @property
-    def is_standard(self) -> bool:
-        return self.name in STANDARD_TIERS
 
     def __str__(self) -> str:
         return self.name

@@ -93,13 +93,6 @@ class Tokenizer:
             return [self._impl.encode_ordinary(t) for t in texts]
         return self._impl(list(texts), add_special_tokens=False)['input_ids']
 
-    def encode_spans(self, pieces: Sequence[str]):
-        """Token ids of consecutive pieces of one text (e.g. sentences), about as fast as one encode of the
-        joined text: returns ``(ids, bounds)``, numpy arrays, piece k being ``ids[bounds[k]:bounds[k+1]]``."""
-        import numpy as np
-        starts = np.cumsum([0] + [len(p.encode('utf-8')) for p in pieces[:-1]]) if pieces else np.zeros(0, int)
-        return self.encode_split(''.join(pieces), starts)
-
     def encode_split(self, text: str, byte_starts):
         """Encode ``text`` once and split the ids at the given UTF-8 byte offsets (sorted, the first 0):
         returns ``(ids, bounds)`` with ``len(byte_starts) + 1`` bounds.

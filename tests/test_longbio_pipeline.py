@@ -2,7 +2,6 @@
 project's tiny CPU chat model: all 15 cells at 0k, 2k, 8k and 128k in both modes, then the same run
 re-evaluated on oracle predictions. OpenCompass exits 0 even when tasks fail, so the tests read the summary,
 the predictions, the results and the task logs."""
-import csv
 import glob
 import json
 import os

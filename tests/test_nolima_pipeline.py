@@ -1,7 +1,6 @@
 """NoLiMa end to end through the real `opencompass` command (subprocess runner, not --debug) with the
 project's tiny CPU chat model and stand-in data in the real layout. OpenCompass exits 0 even when tasks fail,
 so every test reads the summary, the predictions, the results and the task logs."""
-import csv
 import glob
 import json
 import os

@@ -72,6 +72,12 @@ def check_available(task: str, tier: str, source: Source) -> None:
             f'BABILong ({source.hub_repo}) has no {task} at {t}: it holds qa1-qa{max_task} at that tier.')
 
 
+def file_name(tier: str) -> str:
+    """Published file names: lower-case k, upper-case M (``1M.json``)."""
+    name = parse_tier(tier).name
+    return (name[:-1] + 'M' if name.endswith('m') else name) + '.json'
+
+
 def file_candidates(task: str, tier: str, source: Source) -> List[str]:
     t = parse_tier(tier).name
     names = sorted({t, t.upper(), t[:-1] + t[-1].upper()})

@@ -99,7 +99,7 @@ def load_babilong(tier: str, task: str = 'qa1', path: Optional[str] = None, samp
         if not path:
             raise bdata.BabilongDataError('demo_data=True needs path= (where to write the demo files)')
         from .. import demo_data as demo
-        if not os.path.isfile(os.path.join(path, 'data', task, demo.file_name(tier))):
+        if not os.path.isfile(os.path.join(path, 'data', task, bdata.file_name(tier))):
             demo.write(path, tiers=[tier], tasks=[task], samples=max(num_samples or 5, 5))
     try:
         file_path = find_file(source, bdata.file_candidates(task, tier, source), path=path,

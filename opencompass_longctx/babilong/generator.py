@@ -38,7 +38,7 @@ from .. import __version__
 from ..tiers import parse_tier
 from ..tokenization import GPT2_TOKENIZER, get_tokenizer
 from ..util import atomic_write_text, sha256_file
-from .data import BabilongDataError, task_number
+from .data import BabilongDataError, file_name, task_number
 
 PROMPT_ALLOWANCE = 300
 MIN_SENTENCE_TOKENS = 10
@@ -298,7 +298,6 @@ def write(generator: Generator, out_dir: str, tiers: Sequence[str], tasks: Seque
     """Write ``out_dir/data/qaN/<LEN>.json`` (the layout the loader reads) and a manifest."""
     from tqdm import tqdm
 
-    from ..demo_data import file_name
     files = generator.input_files(tasks)
     manifest = {'generator': generator.fingerprint(), 'package_version': __version__,
                 'inputs': {os.path.basename(p): sha256_file(p) for p in files}, 'outputs': {}}

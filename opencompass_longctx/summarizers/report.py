@@ -90,13 +90,13 @@ def detail_cell(res: Optional[dict], key: str, value: str) -> Cell:
     return Cell(score=mean, ci95=ci, n=n)
 
 
-def paper_base(bench: Bench, work_dir: str, model: str, abbrs: Sequence[str]) -> Optional[float]:
+def paper_base(bench: Bench, read, model: str, abbrs: Sequence[str]) -> Optional[float]:
     if bench.paper_base != 'nolima':
         return None
     from ..nolima import metrics as nm
     records = []
     for abbr in abbrs:
-        res = read_result(work_dir, model, abbr)
+        res = read(model, abbr)
         for d in (res or {}).get('details', []):
             r = {k: _detail_value(d, k) for k in ('pair', 'haystack', 'context_length', 'correct', 'over_length')}
             if r['pair'] is not None and not r['over_length']:
@@ -165,6 +165,13 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
     """The report as plain data: {'tiers', 'rows': [RowResult...], 'notes', ...}."""
     found = classify(abbrs, all_abbrs=True)
     aliases = load_aliases(model_aliases)
+    memo: Dict[tuple, Optional[dict]] = {}
+
+    def result(model: str, abbr: str) -> Optional[dict]:  # each result file is read once per report
+        if (model, abbr) not in memo:
+            memo[(model, abbr)] = read_result(work_dir, model, abbr)
+        return memo[(model, abbr)]
+
     notes: List[str] = []
     rows: List[RowResult] = []
     all_tiers = sort_tiers({t for b in found.values() for t in b})
@@ -174,10 +181,10 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
                 continue
             tiers = sort_tiers(found[bench.name])
             # this model's dataset for each (tier, task): the one with a result, else the first
-            mine = {tier: {task: next((a for a in cands if read_result(work_dir, model.abbr, a) is not None),
+            mine = {tier: {task: next((a for a in cands if result(model.abbr, a) is not None),
                                       cands[0]) for task, cands in found[bench.name][tier].items()}
                     for tier in tiers}
-            task_cells = {tier: {task: task_cell(bench, read_result(work_dir, model.abbr, abbr), tier, model,
+            task_cells = {tier: {task: task_cell(bench, result(model.abbr, abbr), tier, model,
                                                  notes, abbr)
                                  for task, abbr in mine[tier].items()} for tier in tiers}
             refs = load_references(bench.name)
@@ -189,7 +196,7 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
                              for tier in tiers}
                 elif row.detail_filter:
                     (task,) = row.tasks
-                    cells = {tier: (detail_cell(read_result(work_dir, model.abbr, mine[tier][task]),
+                    cells = {tier: (detail_cell(result(model.abbr, mine[tier][task]),
                                                 *row.detail_filter)
                                     if task in mine[tier] else Cell(status='missing', reason=f'not run: {task}'))
                              for tier in tiers}
@@ -207,7 +214,7 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
                 base_scores = [cells[t].score for t in bench.base_tiers if t in cells and cells[t].status == 'ok']
                 base = max(base_scores) if base_scores else None
                 if bench.paper_base and len(row.tasks) == 1 and not row.detail_filter:
-                    base = paper_base(bench, work_dir, model.abbr,
+                    base = paper_base(bench, result, model.abbr,
                                       [mine[t][row.tasks[0]] for t in bench.base_tiers
                                        if t in mine and row.tasks[0] in mine[t]]) or base
                 thr = nolima_threshold(base, nolima_ratio)
