@@ -10,15 +10,15 @@ from opencompass.runners import LocalRunner
 from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
 with read_base():
-    from ..configs.datasets.babilong.babilong_0k_gen import babilong_datasets as babilong_0k
-    from ..configs.datasets.babilong.babilong_1k_gen import babilong_datasets as babilong_1k
-    from ..configs.datasets.babilong.babilong_2k_gen import babilong_datasets as babilong_2k
-    from ..configs.datasets.longbio.longbio_0k_gen import longbio_datasets as longbio_0k
-    from ..configs.datasets.longbio.longbio_2k_gen import longbio_datasets as longbio_2k
-    from ..configs.datasets.nolima.nolima_250_gen import nolima_datasets as nolima_250
-    from ..configs.datasets.nolima.nolima_500_gen import nolima_datasets as nolima_500
-    from ..configs.models.longctx_tiny_chat import models
-    from ..configs.summarizers.longctx import summarizer
+    from opencompass_longctx.configs.datasets.babilong.babilong_0k_gen import babilong_datasets as babilong_0k
+    from opencompass_longctx.configs.datasets.babilong.babilong_1k_gen import babilong_datasets as babilong_1k
+    from opencompass_longctx.configs.datasets.babilong.babilong_2k_gen import babilong_datasets as babilong_2k
+    from opencompass_longctx.configs.datasets.longbio.longbio_0k_gen import longbio_datasets as longbio_0k
+    from opencompass_longctx.configs.datasets.longbio.longbio_2k_gen import longbio_datasets as longbio_2k
+    from opencompass_longctx.configs.datasets.nolima.nolima_250_gen import nolima_datasets as nolima_250
+    from opencompass_longctx.configs.datasets.nolima.nolima_500_gen import nolima_datasets as nolima_500
+    from opencompass_longctx.configs.models.longctx_tiny_chat import models
+    from opencompass_longctx.configs.summarizers.longctx import summarizer
 
 # Relative to the directory opencompass is run from (no `import os` here: a module object in a top-level
 # config cannot be dumped by OpenCompass).
