@@ -14,10 +14,11 @@ All values are percentages. Worked example (GPT-4o): base 99.3 -> threshold 84.4
 from collections import defaultdict
 from typing import Dict, Iterable, List, Mapping, Optional
 
+from ..summarizers.metrics import NOLIMA_RATIO, passing_run
 from .needles import NoLiMaError
 
 BASE_LENGTHS = (250, 500, 1000)
-THRESHOLD_RATIO = 0.85
+THRESHOLD_RATIO = NOLIMA_RATIO
 MIN_REPORTED_LENGTH = 1000
 
 
@@ -74,25 +75,19 @@ def effective_length(acc_by_length: Mapping[int, float], base: float, ratio: flo
         raise NoLiMaError('effective length needs a base score (run the 250, 500 and 1K tiers)')
     thr = threshold(base, ratio)
     lengths = sorted(int(L) for L in acc_by_length if int(L) >= min_length)
-    passing = [L for L in lengths if acc_by_length[L] >= thr]
-    contiguous = None
-    if lengths and lengths[0] == min_length:
-        for L in lengths:
-            if acc_by_length[L] >= thr:
-                contiguous = L
-            else:
-                break
+    starts = bool(lengths) and lengths[0] == min_length  # the run counts from min_length only
+    contiguous, raw = passing_run([(L, acc_by_length[L]) for L in lengths], thr)
+    contiguous = contiguous if starts else None
     if contiguous is not None:
         label = length_label(contiguous)
-    elif lengths and lengths[0] == min_length:
+    elif starts:
         label = f'<{length_label(min_length)}'
     else:
         label = '-'
     marks = {L: {'score': acc_by_length[L], 'underline': acc_by_length[L] >= thr,
                  'italic': acc_by_length[L] < 0.5 * base} for L in sorted(int(x) for x in acc_by_length)}
-    return {'base': base, 'threshold': thr, 'contiguous': contiguous, 'raw': passing[-1] if passing else None,
-            'label': label,
-            'raw_label': length_label(passing[-1]) if passing else f'<{length_label(min_length)}' if lengths else '-',
+    return {'base': base, 'threshold': thr, 'contiguous': contiguous, 'raw': raw, 'label': label,
+            'raw_label': length_label(raw) if raw else f'<{length_label(min_length)}' if lengths else '-',
             'marks': marks}
 
 
