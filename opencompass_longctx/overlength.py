@@ -16,3 +16,18 @@ def split(predictions):
     """(indices that were answered, number over-length)."""
     kept = [i for i, p in enumerate(predictions) if not is_over_length(p)]
     return kept, len(predictions) - len(kept)
+
+
+def check_predictions(predictions, n_references: int, n_rows: int = None, error=ValueError) -> list:
+    """The predictions as a list, or one clear ``error``: not a list, empty, or a length other than the
+    references' (and the test set's rows', when given). Never scores over the shorter list."""
+    if isinstance(predictions, (str, bytes, dict)) or not hasattr(predictions, '__len__'):
+        raise error(f'predictions must be a list of responses, got {type(predictions).__name__}')
+    predictions = list(predictions)
+    if not predictions:
+        raise error('no predictions to score (the prediction list is empty): did inference run?')
+    if len(predictions) != n_references or (n_rows is not None and n_rows != n_references):
+        rows = '' if n_rows is None else f' and {n_rows} rows'
+        raise error(f'{len(predictions)} predictions for {n_references} references{rows}: they must be equal '
+                    '(one prediction per row of the test set)')
+    return predictions

@@ -24,3 +24,10 @@ def test_all_over_length_gives_no_accuracy():
 def test_unknown_mode():
     with pytest.raises(ScoringError, match='official'):
         BabilongEvaluator('strict')
+
+
+@pytest.mark.parametrize('n_preds,n_refs,n_rows', [(2, 3, 3), (3, 2, 3), (3, 3, 2), (4, 3, 3)])
+def test_item17_lengths_that_differ_raise_one_clear_error(n_preds, n_refs, n_rows):
+    ts = Dataset.from_dict({'question': ['Where is Mary? '] * n_rows, 'task': ['qa1'] * n_rows})
+    with pytest.raises(ScoringError, match=rf'{n_preds} predictions for {n_refs} references and {n_rows} rows'):
+        BabilongEvaluator('official').score(['kitchen'] * n_preds, ['kitchen'] * n_refs, ts)

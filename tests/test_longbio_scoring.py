@@ -191,3 +191,105 @@ def test_bad_labels_and_lengths_raise():
         score_row('x', {'kind': 'nope'}, 'compat')
     with pytest.raises(ScoringError, match='differ in length'):
         score_cell(['a'], [], [], [], 'standard', 'compat')
+
+
+# ------------------------------------------------------------------- issue 12
+def test_item1_compat_idk_refusal_takes_the_authors_base_model_cut():
+    """The authors' IDKEvaluator cuts the output of a base-model name before the refusal check too."""
+    label = {'kind': 'refusal'}
+    for pred in ('The answer is not stated', 'not stated'):   # no final character to spare: "not state"
+        assert score_row(pred, label, 'compat', truncate=True)['correct'] is False
+        assert score_row(pred, label, 'compat', truncate=False)['correct'] is True
+        assert score_row(pred, label, 'strict', truncate=True)['correct'] is True
+    assert score_row('The answer is not stated.', label, 'compat', truncate=True)['correct'] is True
+    assert score_row('not stated\nQuestion: next', label, 'compat', truncate=True)['correct'] is True
+    assert score_row('Question: x? The answer is not stated.', label, 'compat', truncate=True)['correct'] is False
+
+
+def test_item1_evaluator_cuts_both_idk_halves_for_a_base_model_name():
+    ds = load_longbio('0k', cell='idk', mode='compat', num_samples=2)
+    labels = [json.loads(x) for x in ds['label']]
+    preds = [oracle_prediction(lab).rstrip('.') for lab in labels]   # no final period on either half
+    ev = LongBioEvaluator()
+    ev._out_dir = '/w/results/glm-4-9b-chat-1m/longbio_idk_0k'
+    assert ev.score(preds, list(ds['answer']), ds)['submetrics'] == {'answer': 0.0, 'refusal': 0.0, 'both': 0.0}
+    ev._out_dir = '/w/results/qwen2.5-7b-instruct/longbio_idk_0k'
+    assert ev.score(preds, list(ds['answer']), ds)['submetrics'] == {'answer': 100.0, 'refusal': 100.0,
+                                                                     'both': 100.0}
+
+
+RANK = {'kind': 'rank', 'items': ['Bea Lane', 'Al Hart', 'Cy Moss'], 'names': ['Al Hart', 'Bea Lane', 'Cy Moss']}
+
+
+@pytest.mark.parametrize('pred', [
+    "The names list after ranking the age of Al Hart, Bea Lane and Cy Moss is ['Bea Lane', 'Al Hart', 'Cy Moss'].",
+    '1. Bea Lane\n2. Al Hart\n3. Cy Moss',
+    '1) Bea Lane (30)\n2) Al Hart (41)\n3) Cy Moss (52)',
+    'Bea Lane\nAl Hart\nCy Moss',
+    '- Bea Lane\n- Al Hart\n- Cy Moss\n',
+    'Bea Lane, Al Hart, Cy Moss',
+    'Bea Lane, Al Hart and Cy Moss.',
+    'bea lane < al hart < cy moss',
+    'Bea Lane, Al Hart, Cy Moss.\nBea Lane is the youngest and Cy Moss the oldest.',
+    'Al Hart is 41, Bea Lane is 30 and Cy Moss is 52. So: Bea Lane, Al Hart, Cy Moss.\nI hope this helps.',
+    'Bea Lane, Al Hart, Cy Moss\nQuestion: Rank Cy Moss, Al Hart and Bea Lane ...\nAnswer: Cy Moss, Al Hart, Bea Lane',
+])
+def test_item2_strict_rank_reads_the_final_list_in_every_form(pred):
+    assert score_row(pred, RANK, 'strict')['correct'] is True
+    wrong = {**RANK, 'items': ['Al Hart', 'Bea Lane', 'Cy Moss']}
+    assert score_row(pred, wrong, 'strict')['correct'] is False
+
+
+@pytest.mark.parametrize('pred', [
+    "The names list after ranking the age of Bea Lane, Al Hart and Cy Moss is ['Al Hart', 'Bea Lane', 'Cy Moss'].",
+    '1. Bea Lane\n2. Al Hart',                  # a name missing
+    'Bea Lane, Al Hart, Dee Ross, Cy Moss',     # someone else inside the list
+    'Bea Lane is younger than Al Hart, who is younger than Cy Moss.',   # no list
+])
+def test_item2_strict_rank_refuses_a_wrong_or_missing_final_list(pred):
+    assert score_row(pred, RANK, 'strict')['correct'] is False
+
+
+def test_item3_strict_cuts_a_base_model_continuation_at_question():
+    assert score_row('12\nQuestion: What is 5 + 5?', {'kind': 'int', 'value': 5}, 'strict')['correct'] is False
+    assert score_row('12\nQuestion: What is 5 + 5?', {'kind': 'int', 'value': 12}, 'strict')['correct'] is True
+    label = {'kind': 'list', 'items': ['dandyism']}
+    assert score_row(' dandyism', label, 'strict')['correct'] is True     # no off-by-one
+    assert score_row(' chess.\nQuestion: ... dandyism', label, 'strict')['correct'] is False
+    assert score_row(' chess.\nQuestion: ... dandyism', label, 'compat')['correct'] is True   # as the authors
+    refusal = {'kind': 'refusal'}
+    assert score_row('Paris.\nQuestion: x?\nAnswer: not stated', refusal, 'strict')['correct'] is False
+    rank = score_row("Bea Lane, Al Hart, Cy Moss\nQuestion: ...['Al Hart', 'Bea Lane', 'Cy Moss']", RANK, 'strict')
+    assert rank['correct'] is True
+
+
+def test_item4_evaluator_keeps_the_reference_and_the_answer_hit_of_citation_rows():
+    ds = load_longbio('2k', cell='citation_1', mode='compat', num_samples=2)
+    preds = [oracle_prediction(json.loads(x)) for x in ds['label']]
+    preds[0] = preds[0].replace('[', '(').replace(']', ')')   # right answer, citation lost
+    res = LongBioEvaluator().score(preds, list(ds['answer']), ds)
+    d = res['details']
+    # the hits under the authors' names, the reference text under 'answer' as in the other benchmarks' details
+    assert [x['answer_hit'] for x in d] == [True, True] and [x['citation_hit'] for x in d] == [False, True]
+    assert [x['answer'] for x in d] == list(ds['answer'])
+    assert [x['correct'] for x in d] == [False, True]
+
+
+def test_item17_lengths_that_differ_raise_one_clear_error():
+    ds = load_longbio('0k', cell='standard', mode='compat', num_samples=2)
+    refs = list(ds['answer'])
+    preds = [oracle_prediction(json.loads(x)) for x in ds['label']]
+    for p, r in ((preds[:1], refs), (preds, refs[:1]), (preds + preds, refs + refs)):
+        with pytest.raises(ScoringError, match=r'\d predictions for \d references and \d rows'):
+            LongBioEvaluator().score(p, r, ds)
+
+
+def test_item17_calculation_digit_run_beyond_the_int_limit_is_a_wrong_answer():
+    label = {'kind': 'int', 'value': 12}
+    huge = 'The age difference is ' + '9' * 5000
+    for mode in ('compat', 'strict'):
+        d = score_row(huge, label, mode)
+        assert d['correct'] is False and '5000 digits' in d['reason']
+    rows = rows_of('0k', 'calculation', 'compat', 2)
+    res = score(rows, [huge, oracle_prediction(json.loads(rows[1]['label']))], 'compat')
+    assert res['accuracy'] == 50.0 and res['counts']['correct'] == 1

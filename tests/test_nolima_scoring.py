@@ -112,3 +112,15 @@ def test_prompts_the_model_could_not_hold_are_left_out_and_counted():
     assert 'accuracy' not in none and none['counts']['over_length'] == 4  # not applicable, not 0
     with pytest.raises(NoLiMaError, match='3 predictions for 4 references'):
         NoLiMaEvaluator().score(['Yuki'] * 3, list(ts['answer']), ts)
+
+
+@pytest.mark.parametrize('pred,ll_em', [
+    ('Answer:\n Yuki ', False),       # the authors compare the last line of the stripped response unstripped
+    ('Answer:\nYuki ', True),
+    ('Answer:\nYuki\t\n', True),
+    ('Answer:\n Yuki', False),
+    ('Answer:\nYuki \nthanks', False),
+])
+def test_item7_lastline_em_compares_the_last_line_unstripped_as_the_authors(pred, ll_em):
+    assert score_one(pred, ['Yuki'], 'lastline_EM')['correct'] is ll_em
+    assert score_one(pred, ['Yuki'], 'lastline_contains')['correct'] is ('Yuki' in pred.strip().split('\n')[-1])

@@ -21,7 +21,8 @@ class BabilongEvaluator(BaseEvaluator):
         self.mode = mode
 
     def score(self, predictions, references, test_set):
-        kept, over = overlength.split(list(predictions))
+        predictions = overlength.check_predictions(predictions, len(references), len(test_set), ScoringError)
+        kept, over = overlength.split(predictions)
         questions, tasks = test_set['question'], test_set['task']
         res = score_many([predictions[i] for i in kept], [references[i] for i in kept],
                          [questions[i] for i in kept], [tasks[i] for i in kept], self.mode)

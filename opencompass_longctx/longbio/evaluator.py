@@ -37,8 +37,7 @@ class LongBioEvaluator(BaseEvaluator):
         return os.path.basename(os.path.dirname(out)) if out else None
 
     def score(self, predictions, references, test_set):
-        if len(predictions) != len(test_set):
-            raise ScoringError(f'{len(predictions)} predictions for {len(test_set)} rows')
+        predictions = overlength.check_predictions(predictions, len(references), len(test_set), ScoringError)
         data_mode, task, cell = test_set['mode'][0], test_set['task'][0], test_set['cell'][0]
         mode = self.mode or data_mode
         model = self._model_name()
@@ -58,7 +57,7 @@ class LongBioEvaluator(BaseEvaluator):
                              [rows[i] for i in keep], [samples[i] for i in keep], task, mode, truncate,
                              self.headline)
             for i, d in zip(keep, res['details']):
-                d['answer'] = references[i]
+                d['answer'] = references[i]   # the reference text; citation hits are answer_hit/citation_hit
                 d['depth'] = depths[i][0] if depths[i] else None  # first test needle, for depth heatmaps
                 details[i] = d
             out.update(accuracy=res['accuracy'], headline=res['headline'], submetrics=res['submetrics'])

@@ -11,19 +11,25 @@
 * citation: the values and the "[k]" citations (0-based bio numbers) are each scored with the list rule
   (a single item: a plain case-insensitive substring);
 * the base-model cut ``pred[:pred.find("Question: ")]``, which drops the last character when the marker is
-  absent, applies (to the retrieval, calculation, rank, multihop and IDK-answer scores) when the authors
-  would have treated the model as a base model: its name lacks "instruct".
+  absent, applies when the authors would have treated the model as a base model (its name lacks "instruct"),
+  to every score their GeneralEvaluator and IDKEvaluator make: retrieval, calculation, rank, multihop and both
+  halves of IDK (the answerable half, which they take from the standard run, and the refusal check). Their
+  twodiff and citation evaluators do not cut. So for such a name ``The answer is not stated`` (no final period)
+  is no refusal: the cut leaves ``not state``.
 
-``strict`` fixes what spec section 9 lists: no last-character cut; rank reads only the final list (the last
-bracketed list, else the text after the last " is "); "not explicitly stated" is a refusal too, and the
-answerable half of IDK must answer without refusing; twodiff takes the last two people the output names (a
-rationale may name others). Containment supersets cannot occur: no pool value is a substring of another.
+``strict`` fixes what spec section 9 lists: the output is cut at the first ``Question: `` when there is one
+(a base model's continuation into the next demo question is never scored) and never loses a character
+otherwise; rank reads only the final ordered list (:func:`final_ranked_names`); "not explicitly stated" is a
+refusal too, and the answerable half of IDK must answer without refusing; twodiff takes the last two people the
+output names (a rationale may name others). Containment supersets cannot occur: no pool value is a substring of
+another.
 
 Every scorer returns a dict with ``correct`` (bool) and never raises on a bad prediction: ``None``,
-non-strings and empty strings score 0 and are flagged ``invalid_prediction``.
+non-strings and empty strings score 0 and are flagged ``invalid_prediction``; a calculation answer whose last
+digit run is too long for Python's int (over 4,300 digits) is a wrong answer with a ``reason``.
 """
 import re
-from typing import Dict, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 MODES = ('compat', 'strict')
 _REFUSAL_STRICT = re.compile(r'\bnot\s+(?:explicitly\s+)?stated\b', re.IGNORECASE)
@@ -49,9 +55,18 @@ def invalid_reason(pred) -> Optional[str]:
     return None
 
 
+QUESTION_MARKER = 'Question: '
+
+
 def authors_cut(pred: str) -> str:
     """The authors' base-model truncation, off-by-one included: no marker -> the last character is dropped."""
-    return pred[:pred.find('Question: ')]
+    return pred[:pred.find(QUESTION_MARKER)]
+
+
+def strict_cut(pred: str) -> str:
+    """strict: the text before the first ``Question: `` (a base model's continuation), else all of it."""
+    i = pred.find(QUESTION_MARKER)
+    return pred if i < 0 else pred[:i]
 
 
 def truncate_for(model_name: Optional[str]) -> bool:
@@ -74,14 +89,17 @@ def substring_hit(pred: str, ref: str) -> bool:
     return ref.strip().lower() in pred.lower()
 
 
-def last_int_hit(pred: str, gold: int, mode: str) -> bool:
+def last_int_hit(pred: str, gold: int, mode: str) -> Dict:
     nums = re.findall(r'\d+', pred)
     if not nums:
-        return False
-    value = int(nums[-1])
+        return {'correct': False}
+    try:
+        value = int(nums[-1])
+    except ValueError:   # beyond Python's int digit limit (4,300 by default): no age difference
+        return {'correct': False, 'reason': f'the last number has {len(nums[-1])} digits'}
     if mode == 'compat' and not value:   # the authors' `if pred and ...`
-        return False
-    return value == int(gold)
+        return {'correct': False}
+    return {'correct': value == int(gold)}
 
 
 def refusal(pred: str, mode: str) -> bool:
@@ -90,32 +108,37 @@ def refusal(pred: str, mode: str) -> bool:
     return _REFUSAL_STRICT.search(pred) is not None
 
 
-def final_list_segment(pred: str) -> str:
-    """strict rank: the last bracketed list, else the text after the last ' is ', else the last line."""
-    lists = re.findall(r'\[([^\[\]]*)\]', pred)
-    if lists:
-        return lists[-1]
-    i = pred.lower().rfind(' is ')
-    if i >= 0:
-        return pred[i + 4:]
-    lines = [ln for ln in pred.strip().splitlines() if ln.strip()]
-    return lines[-1] if lines else ''
+# What may stand between two names of one written list: white space, list punctuation, brackets and quotes,
+# numbering ("1.", "2)"), bullets, "<" and arrows, "and", "then", "followed by".
+_LIST_GAP = re.compile(r"(?:[\s,;:'\"\[\]().*<\u2192-]|->|\d+[.)]|\band\b|\bthen\b|\bfollowed\s+by\b)*",
+                       re.IGNORECASE)
 
 
-def _name_positions(text: str, names: Sequence[str]) -> Dict[str, int]:
-    low = text.lower()
-    out = {}
-    for nm in names:
-        m = re.search(r'(?<![\w])' + re.escape(nm.lower()) + r'(?![\w])', low)
-        if m:
-            out[nm] = m.start()
-    return out
+def final_ranked_names(pred: str, names: Sequence[str]) -> Optional[List[str]]:
+    """strict rank: the people of the output's final ordered list, in the output's order; None without one.
+
+    The output's mentions of the people (whole words, case-insensitive, the longest name first) form runs: a run
+    continues while only list separators (``_LIST_GAP``) stand between two mentions and no person repeats. The
+    final list is the last run that names every person once, so a bracketed list, a numbered list, one name per
+    line, a comma-separated list or a list followed by more text all count, while a rationale that restates the
+    people in question order before the answer does not."""
+    by_low = {n.lower(): n for n in names}
+    alternatives = '|'.join(re.escape(n) for n in sorted(by_low, key=len, reverse=True))
+    final, run, prev_end = None, [], 0
+    for m in re.finditer(r'(?<!\w)(?:' + alternatives + r')(?!\w)', pred, re.IGNORECASE):
+        name = by_low[m.group(0).lower()]
+        if run and (name in run or not _LIST_GAP.fullmatch(pred, prev_end, m.start())):
+            run = []
+        run.append(name)
+        prev_end = m.end()
+        if len(run) == len(by_low):
+            final = list(run)
+    return final
 
 
 def rank_strict_hit(pred: str, gold: Sequence[str]) -> bool:
     """All names in the final list, in the gold order."""
-    pos = _name_positions(final_list_segment(pred), gold)
-    return len(pos) == len(gold) and sorted(gold, key=pos.get) == list(gold)
+    return final_ranked_names(pred, gold) == list(gold)
 
 
 def twodiff_hit(pred: str, roster: Sequence[Sequence], diff: int, mode: str) -> Dict:
@@ -147,30 +170,35 @@ def score_row(pred, label: Dict, mode: str, truncate: bool = False) -> Dict:
     if reason:
         out = {'correct': False, 'invalid_prediction': True, 'reason': reason}
         if kind == 'cite':
-            out.update(answer=False, citation=False)
+            out.update(answer_hit=False, citation_hit=False)
         return out
-    cut = authors_cut(pred) if (mode == 'compat' and truncate) else pred
+    if mode == 'strict':
+        text = strict_cut(pred)
+    else:
+        text = authors_cut(pred) if truncate else pred
+    whole = text if mode == 'strict' else pred   # the authors' twodiff and citation scores read the whole output
     if kind == 'list':
-        return {'correct': list_hit(cut, label['items'])}
+        return {'correct': list_hit(text, label['items'])}
     if kind == 'str':
-        return {'correct': substring_hit(cut, label['value'])}
+        return {'correct': substring_hit(text, label['value'])}
     if kind == 'int':
-        return {'correct': last_int_hit(cut, label['value'], mode)}
+        return last_int_hit(text, label['value'], mode)
     if kind == 'rank':
-        return {'correct': list_hit(cut, label['items']) if mode == 'compat' else rank_strict_hit(pred, label['items'])}
+        hit = list_hit if mode == 'compat' else rank_strict_hit
+        return {'correct': hit(text, label['items'])}
     if kind == 'twodiff':
-        return twodiff_hit(pred, label['roster'], label['diff'], mode)
+        return twodiff_hit(whole, label['roster'], label['diff'], mode)
     if kind == 'cite':
         def hit(items):
-            return substring_hit(pred, items[0]) if len(items) == 1 else list_hit(pred, items)
+            return substring_hit(whole, items[0]) if len(items) == 1 else list_hit(whole, items)
         a, c = hit(label['items']), hit(label['cites'])
-        return {'correct': a and c, 'answer': a, 'citation': c}
+        return {'correct': a and c, 'answer_hit': a, 'citation_hit': c}
     if kind == 'refusal':
-        return {'correct': refusal(pred, mode)}
+        return {'correct': refusal(text, mode)}
     if kind == 'answer':   # IDK answerable half
-        hit = list_hit(cut, label['items'])
+        hit = list_hit(text, label['items'])
         if mode == 'strict':
-            hit = hit and not refusal(pred, mode)
+            hit = hit and not refusal(text, mode)
         return {'correct': hit}
     raise ScoringError(f'unknown label kind {kind!r}')
 
@@ -201,7 +229,7 @@ def score_cell(predictions: Sequence, labels: Sequence[Dict], rows: Sequence[str
             d['row_correct'] = d['correct']
             d['correct'] = both[d['sample']]
     elif task == 'citation':
-        subs = {'answer': [d['answer'] for d in details], 'citation': [d['citation'] for d in details],
+        subs = {'answer': [d['answer_hit'] for d in details], 'citation': [d['citation_hit'] for d in details],
                 'both': [d['correct'] for d in details]}
     else:
         subs = None

@@ -4,7 +4,9 @@
   substring of the response; no stripping, lower-casing or word boundary ("yuki" fails, a list of names that
   includes the gold one passes).
 * ``EM``: the stripped response equals a gold string.
-* ``lastline_contains`` / ``lastline_EM``: the same on the last line of the stripped response (for CoT).
+* ``lastline_contains`` / ``lastline_EM``: the same on the last line of the stripped response (for CoT); as in
+  the authors' code that line itself is not stripped again, so ``'Answer:\\n Yuki '`` is no ``lastline_EM`` match
+  (its last line is ``' Yuki'``).
 
 Before scoring, reasoning traces are removed (``strip_think=True``): ``<think>...</think>`` blocks, any text
 up to a closing ``</think>`` whose opening tag was in the prompt, and an unfinished ``<think>`` to the end. A
@@ -14,6 +16,7 @@ counted separately; so is a prediction that is not a string.
 import re
 from typing import Dict, List, Optional, Sequence
 
+from .. import overlength
 from .needles import NoLiMaError
 
 METRICS = ('contains', 'EM', 'lastline_contains', 'lastline_EM')
@@ -41,6 +44,7 @@ def strip_reasoning(text: str):
 
 
 def _last_line(text: str) -> str:
+    """The authors' last line: of the stripped response, split at '\\n', not stripped itself."""
     return text.strip().split('\n')[-1]
 
 
@@ -51,7 +55,7 @@ def metric_values(response: str, golds: Sequence[str]) -> Dict[str, bool]:
         'contains': any(g in response for g in golds),
         'EM': any(stripped == g for g in golds),
         'lastline_contains': any(g in last for g in golds),
-        'lastline_EM': any(last.strip() == g for g in golds),
+        'lastline_EM': any(last == g for g in golds),
     }
 
 
@@ -82,14 +86,7 @@ def score_one(prediction, golds: Sequence[str], metric: str = 'contains', strip_
 
 def check_predictions(predictions, n_references: int) -> list:
     """The predictions as a list, or a clear error (not a list, empty, wrong length)."""
-    if isinstance(predictions, (str, bytes, dict)) or not hasattr(predictions, '__len__'):
-        raise NoLiMaError(f'predictions must be a list of responses, got {type(predictions).__name__}')
-    predictions = list(predictions)
-    if not predictions:
-        raise NoLiMaError('no predictions to score (the prediction list is empty): did inference run?')
-    if len(predictions) != n_references:
-        raise NoLiMaError(f'{len(predictions)} predictions for {n_references} references')
-    return predictions
+    return overlength.check_predictions(predictions, n_references, error=NoLiMaError)
 
 
 def score_many(predictions, gold_lists: List[List[str]], metric: str = 'contains', strip_think: bool = True,
