@@ -38,12 +38,15 @@ class LongCtxGenInferencer(GenInferencer):
             return memo[prompt]
 
         def guarded(templates, max_out_len, **kw):
+            # the model returns num_return_sequences outputs per prompt, one after another; GenInferencer groups
+            # them again (it reads the count the same way): an unsent prompt gets as many markers
+            per_prompt = getattr(model, 'generation_kwargs', {}).get('num_return_sequences', 1)
             fits = [model.get_token_len_from_template(t, mode='gen') + max_out_len <= limit for t in templates]
             keep = [t for t, ok in zip(templates, fits) if ok]
             outs = iter(real_generate(keep, max_out_len=max_out_len, **kw) if keep else [])
             stats['sent'] += len(keep)
             stats['over'] += len(templates) - len(keep)
-            return [next(outs) if ok else OVER_LENGTH for ok in fits]
+            return [next(outs) if ok else OVER_LENGTH for ok in fits for _ in range(per_prompt)]
 
         model.generate_from_template, model.get_token_len = guarded, token_len
         try:
