@@ -1,52 +1,117 @@
 """Context-length tiers: the only place where tier names are parsed and turned into tokens.
 
-A tier is written ``<number><unit>``: ``0k``, ``128k``, ``192k``, ``1m``, ``2m``, ``10m``, or a plain
+A tier is written ``<number><unit>``: ``0k``, ``128k``, ``192k``, ``1m``, ``2m``, ``10m``, ``0.5k``, or a plain
 token count such as ``250``. Units are case-insensitive (``1M`` == ``1m``). The standard list lives in
 ``opencompass_longctx/configs/tier_table.py`` (pure data, also read by configs).
+
+Rules: ASCII digits only, at most one decimal point, nothing but white space around; the number is exact
+(no floating point); a tier above ``MAX_TIER_TOKENS`` (counted with 1k = 1000) is refused. A tier is parsed once, where a loader
+receives it (:func:`parse_tier` returns a :class:`Tier` as is), and the ``Tier`` is passed inward.
 
 What a tier means in tokens depends on the benchmark's own convention, given here as ``unit``:
 
 * BABILong: 1k = 1000 GPT-2 tokens, 1m = 1,000,000 (the authors' data; the input text itself holds
   the tier minus a 300-token prompt allowance).
 * NoLiMa: 1k = 1000 tokens of the evaluated model's tokenizer.
-* LongBioBench: 1k = 1024 tokens (the authors' default with an HF tokenizer).
+* LongBioBench: 1k = 1024 tokens (the authors' default with an HF tokenizer), 1m = 1024 * 1024.
+
+A tier must be a whole number of tokens in the benchmark's unit: ``0.1k`` is 100 BABILong tokens but 102.4
+LongBioBench tokens, so LongBioBench refuses it (:meth:`Tier.tokens` raises :class:`TierError`).
 """
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 
 from .configs.tier_table import STANDARD_TIERS
 
-_TIER_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([km]?)\s*$', re.IGNORECASE)
-ACCEPTED_FORMS = ("a number followed by 'k' or 'm' (case-insensitive), e.g. "
-                  "'0k', '128k', '192k', '1m', '1M', '2m', or a plain token count such as '250'; "
+_TIER_RE = re.compile(r'\s*([0-9]+)(?:\.([0-9]+))?\s*([km]?)\s*', re.IGNORECASE | re.ASCII)
+MAX_TIER_TOKENS = 10 ** 12
+ACCEPTED_FORMS = ("a number (ASCII digits, at most 15 after the point) followed by 'k' or 'm' "
+                  "(case-insensitive), e.g. '0k', '128k', '192k', '0.5k', '1m', '1M', '2m', or a plain token "
+                  f"count such as '250'; at most {MAX_TIER_TOKENS:,} tokens; "
                   f"standard tiers: {', '.join(STANDARD_TIERS)}")
 
 
 class TierError(ValueError):
-    """A tier string that cannot be parsed."""
+    """A tier string that cannot be parsed, or a tier that is not a whole number of a benchmark's tokens."""
 
 
-@dataclass(frozen=True, order=False)
+def _scale(unit_letter: str, unit: int) -> int:
+    return {'': 1, 'k': unit, 'm': unit * unit if unit == 1024 else unit * 1000}[unit_letter]
+
+
+@dataclass(frozen=True)
 class Tier:
-    name: str      # canonical, lower-case: '128k', '1m', '250'
-    number: float  # the number as written: 128, 1, 250
-    unit: str      # 'k', 'm' or '' (plain tokens)
+    name: str         # canonical, lower-case: '128k', '1m', '0.5k', '250'
+    number: Fraction  # the number as written, exactly: 128, 1, 1/2, 250
+    unit: str         # 'k', 'm' or '' (plain tokens)
 
     def tokens(self, unit: int = 1000) -> int:
-        """Token budget of this tier when 1k = ``unit`` tokens (1m = unit**2 for unit 1000/1024)."""
-        scale = {'': 1, 'k': unit, 'm': unit * unit if unit == 1024 else unit * 1000}[self.unit]
-        return int(round(self.number * scale))
+        """Token budget of this tier when 1k = ``unit`` tokens (1m = unit**2 for unit 1024, 1000*unit
+        otherwise). A tier that is not a whole number of such tokens raises :class:`TierError`."""
+        value = self.number * _scale(self.unit, unit)
+        if value.denominator != 1:
+            raise TierError(
+                f'tier {self.name!r} is {float(value):g} tokens when 1k = {unit} tokens: not a whole number of '
+                f'tokens. Write a tier that is, e.g. {_whole_examples(value, self.unit, unit)}.')
+        return int(value)
 
     @property
-    def sort_key(self) -> float:
-        return self.tokens(1000)
+    def sort_key(self) -> Fraction:
+        return self.number * _scale(self.unit, 1000)
 
     def __str__(self) -> str:
         return self.name
 
 
+def _whole_examples(value: Fraction, letter: str, unit: int) -> str:
+    lo = int(value)
+    out = [f"'{lo}'", f"'{lo + 1}'"]
+    if letter:  # the nearest multiple of 1/8 of the unit letter, which is whole for 1000 and 1024 alike
+        eighths = round(value / _scale(letter, unit) * 8)
+        if eighths:
+            out.append(f"'{_decimal(Fraction(eighths, 8))}{letter}'")
+    return ' or '.join(out)
+
+
+def _decimal(x: Fraction) -> str:
+    """Canonical decimal text of a finite decimal fraction: no leading zeros, no trailing zeros or point."""
+    whole, frac = divmod(x, 1)
+    if not frac:
+        return str(int(whole))
+    digits = ''
+    while frac:
+        frac *= 10
+        d, frac = divmod(frac, 1)
+        digits += str(int(d))
+    return f'{int(whole)}.{digits}'
+
+
+def _too_large(text: str) -> TierError:
+    shown = text.strip()
+    shown = repr(shown) if len(shown) <= 40 else repr(shown[:40])[:-1] + "...'"
+    return TierError(f'tier {shown} is too large: at most {MAX_TIER_TOKENS:,} tokens (1k = 1000); '
+                     f'accepted: {ACCEPTED_FORMS}')
+
+
+def _parse(text: str) -> Tier:
+    m = _TIER_RE.fullmatch(text)
+    if not m or len(m.group(2) or '') > 15:
+        raise TierError(f'unknown tier {text!r}; accepted: {ACCEPTED_FORMS}')
+    whole, frac, unit = m.group(1).lstrip('0'), m.group(2) or '', m.group(3).lower()
+    if len(whole) > 13:   # checked before any arithmetic: 10**13 is over the limit in every unit
+        raise _too_large(text)
+    number = Fraction(f'{whole or 0}.{frac or 0}')
+    if not unit and number.denominator != 1:
+        raise TierError(f'unknown tier {text!r}: a plain token count must be a whole number; '
+                        f'accepted: {ACCEPTED_FORMS}')
+    if number * _scale(unit, 1000) > MAX_TIER_TOKENS:
+        raise _too_large(text)
+    return Tier(name=f'{_decimal(number)}{unit}', number=number, unit=unit)
+
+
 def parse_tier(value) -> Tier:
-    """Parse '128k', '1M', '2m', '250' (or a Tier) into a canonical :class:`Tier`.
+    """Parse '128k', '1M', '2m', '250' into a canonical :class:`Tier` (a Tier is returned as is).
 
     Raises :class:`TierError` listing the accepted forms for anything else.
     """
@@ -55,16 +120,7 @@ def parse_tier(value) -> Tier:
     if not isinstance(value, str):
         raise TierError(f'tier must be a string, got {type(value).__name__} {value!r}; '
                         f'accepted: {ACCEPTED_FORMS}')
-    m = _TIER_RE.match(value)
-    if not m:
-        raise TierError(f'unknown tier {value!r}; accepted: {ACCEPTED_FORMS}')
-    num_s, unit = m.group(1), m.group(2).lower()
-    number = float(num_s)
-    if not unit and number != int(number):
-        raise TierError(f'unknown tier {value!r}: a plain token count must be a whole number; '
-                        f'accepted: {ACCEPTED_FORMS}')
-    num_s = num_s.rstrip('0').rstrip('.') if '.' in num_s else str(int(num_s))
-    return Tier(name=f'{num_s}{unit}', number=number, unit=unit)
+    return _parse(value)
 
 
 def tier_tokens(value, unit: int = 1000) -> int:

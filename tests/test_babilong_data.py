@@ -147,3 +147,55 @@ def test_prompt_options_change_the_data(demo_babilong):
     assert '</example>\n<context>\n\n\n' in base[0]['prompt']
     assert clean[0]['prompt'].count('<context>') == 1 and clean[0]['prompt_variant'] == 'cleaned'
     assert bare[0]['prompt'].startswith('<context>\n')
+
+
+REC = '{"input": "Mary went to the kitchen.", "question": "Where is Mary?", "target": "kitchen"}'
+
+
+@pytest.mark.parametrize('content,match', [
+    (b'', 'the file is empty'),
+    (b'[]', 'the file holds no records'),
+    (b' [\n ]\n', 'the file holds no records'),
+    (b'\n\n', 'the file holds no records'),
+    (('[' + REC + ', {"input": "caf\xe9 ').encode('latin-1') + b'"}]',
+     rf'not UTF-8 text \(invalid continuation byte at byte {len(REC) + 17}\)'),
+    (('[' + REC + '] trailing').encode(), 'after the closing "]"|does not end with the closing "]"'),
+    (('[' + REC + '] ' + REC + ']').encode(),
+     rf'unexpected data after the closing "\]" of the array \(near character {len(REC) + 3}: .{{"input'),
+    (('[' + REC + ']]').encode(), 'unexpected data after the closing'),
+])
+def test_empty_undecodable_or_trailing_data_files_are_refused_naming_the_file(tmp_path, content, match):
+    d = tmp_path / 'data' / 'qa1'
+    d.mkdir(parents=True)
+    (d / '2k.json').write_bytes(content)
+    with pytest.raises(bdata.BabilongDataError, match=match) as e:
+        load_babilong(tier='2k', task='qa1', path=str(tmp_path))
+    assert str(d / '2k.json') in str(e.value)
+
+
+def test_a_file_cut_short_is_refused_even_when_only_its_first_records_are_read(tmp_path):
+    d = tmp_path / 'data' / 'qa1'
+    d.mkdir(parents=True)
+    (d / '2k.json').write_text('[' + ', '.join([REC] * 3) + ', {"input": "Mary', encoding='utf-8')
+    with pytest.raises(bdata.BabilongDataError, match='does not end with the closing'):
+        load_babilong(tier='2k', task='qa1', path=str(tmp_path), num_samples=2)
+    (d / '2k.json').write_text('[' + ', '.join([REC] * 3) + ']\n', encoding='utf-8')
+    assert len(load_babilong(tier='2k', task='qa1', path=str(tmp_path), num_samples=2)) == 2
+
+
+def test_sample_indices_outside_the_file_are_named(demo_babilong):
+    with pytest.raises(bdata.BabilongDataError, match=r'1k.json: sample_indices ask for rows the file does not '
+                                                      r'have \(0 of 2 found\)'):
+        load_babilong(tier='1k', task='qa1', path=str(demo_babilong), sample_indices=[50, 99])
+
+
+def test_the_tier_is_parsed_once_per_load(demo_babilong, babi_inputs, monkeypatch):
+    from opencompass_longctx import tiers
+    calls = []
+    real = tiers._parse
+    monkeypatch.setattr(tiers, '_parse', lambda text: calls.append(text) or real(text))
+    load_babilong(tier='1k', task='qa2', path=str(demo_babilong))
+    assert calls == ['1k']
+    calls.clear()
+    load_babilong(tier='3k', task='qa2', babi_dir=babi_inputs[0], background_dir=babi_inputs[1], num_samples=2)
+    assert calls == ['3k']

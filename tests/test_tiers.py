@@ -36,3 +36,40 @@ def test_user_tiers_sort_between_standard_ones():
 def test_tier_table_sizes_agree_with_the_parser():
     from opencompass_longctx.configs.tier_table import TIERS
     assert all(parse_tier(name).tokens(1000) == tokens for name, tokens in TIERS.items())
+
+
+@pytest.mark.parametrize('text', ['9' * 400 + 'k', '1' + '0' * 5000, '9' * 15 + 'm', '1000001m', '2000000000000'])
+def test_huge_tiers_are_tier_errors(text):
+    with pytest.raises(TierError, match='too large') as e:
+        parse_tier(text)
+    assert type(e.value) is TierError and len(str(e.value)) < 1000   # not OverflowError / int-limit ValueError
+
+
+@pytest.mark.parametrize('text', ['\u0663k', '\uff11\uff12\uff18k', '1\u0662\u0668k', '\u00a0128k', '128\u2009k',
+                                  '128\u212a', '1.' + '0' * 16 + 'k'])
+def test_only_ascii_digits_and_spaces_are_accepted(text):
+    with pytest.raises(TierError, match='unknown tier'):
+        parse_tier(text)
+
+
+def test_canonical_names_are_ascii_and_exact():
+    for text, name in (('00.50k', '0.5k'), ('0.0k', '0k'), ('007M', '7m'), ('0.125k', '0.125k'), ('1.250m', '1.25m')):
+        t = parse_tier(text)
+        assert t.name == name and t.name.isascii()
+    assert parse_tier('0.125k').tokens(1024) == 128 and parse_tier('1.25m').tokens(1024) == 1_310_720
+
+
+def test_a_tier_that_is_not_a_whole_number_of_tokens_in_the_unit_is_refused():
+    t = parse_tier('0.1k')
+    assert t.tokens(1000) == 100                      # BABILong / NoLiMa: 100 tokens
+    with pytest.raises(TierError, match=r"'0.1k' is 102.4 tokens when 1k = 1024 tokens.*'102' or '103'"):
+        t.tokens(1024)                                 # LongBioBench: 102.4 tokens, never rounded
+    with pytest.raises(TierError, match='not a whole number'):
+        parse_tier('0.0005k').tokens(1000)
+    assert parse_tier('0.0005k').name == '0.0005k'     # and the parse itself is exact (no float rounding)
+    assert sort_tiers(['0.0005k', '1k', '0.5k']) == ['0.0005k', '0.5k', '1k']
+
+
+def test_a_parsed_tier_is_returned_as_is():
+    t = parse_tier('192k')
+    assert parse_tier(t) is t

@@ -7,9 +7,15 @@ Layouts read (all tiers 0k..1M and 10M, tier names case-insensitive):
 * OpenCompass's legacy cache: ``$COMPASS_DATA_CACHE/data/babilong/data/qaN/<len>.json``
 
 JSON files are read as a stream (an array of records, or JSON lines), one record at a time, so the
-hundreds-of-MB files at 512k and above never sit in memory whole.
+hundreds-of-MB files at 512k and above never sit in memory whole. A file that is empty, holds no records, is
+not UTF-8, is cut short or has anything but white space after the closing ``]`` of its array is refused with
+an error naming it.
+
+Functions here take a tier string or a :class:`~opencompass_longctx.tiers.Tier`; the loader parses the tier
+once and passes the ``Tier``, which :func:`~opencompass_longctx.tiers.parse_tier` returns as is.
 """
 import json
+import os
 from typing import Dict, Iterator, List, Optional
 
 from ..sources import Source
@@ -41,17 +47,17 @@ def task_number(task: str) -> int:
     return int(task[2:])
 
 
-def source_for(sample_source: str, tier: str) -> Source:
+def source_for(sample_source: str, tier) -> Source:
     """'100' -> RMT-team/babilong; '1000' -> babilong-1k-samples; 'official' -> the leaderboard's choice
     (1000 samples up to 32k, 100 from 64k on)."""
     if sample_source not in SAMPLE_SOURCES:
         raise BabilongDataError(f'unknown sample_source {sample_source!r}; choose one of {SAMPLE_SOURCES}')
     if sample_source == 'official':
-        return SOURCE_1000 if parse_tier(tier).tokens() <= 32000 else SOURCE_100
+        return SOURCE_1000 if parse_tier(tier).tokens(1000) <= 32000 else SOURCE_100
     return SOURCE_1000 if sample_source == '1000' else SOURCE_100
 
 
-def check_available(task: str, tier: str, source: Source) -> None:
+def check_available(task: str, tier, source: Source) -> None:
     """Clear error for a task/tier pair the published source does not have."""
     n = task_number(task)
     t = parse_tier(tier).name
@@ -72,13 +78,13 @@ def check_available(task: str, tier: str, source: Source) -> None:
             f'BABILong ({source.hub_repo}) has no {task} at {t}: it holds qa1-qa{max_task} at that tier.')
 
 
-def file_name(tier: str) -> str:
+def file_name(tier) -> str:
     """Published file names: lower-case k, upper-case M (``1M.json``)."""
     name = parse_tier(tier).name
     return (name[:-1] + 'M' if name.endswith('m') else name) + '.json'
 
 
-def file_candidates(task: str, tier: str, source: Source) -> List[str]:
+def file_candidates(task: str, tier, source: Source) -> List[str]:
     t = parse_tier(tier).name
     names = sorted({t, t.upper(), t[:-1] + t[-1].upper()})
     if source is SOURCE_1000:
@@ -112,7 +118,18 @@ def _stream_json_array(f, path: str, chunk: int = 1 << 24) -> Iterator[Dict]:
         if pos >= len(buf):
             raise BabilongDataError(f'{path}: corrupt JSON (file ends inside the array)')
         if buf[pos] == ']':
-            return
+            pos += 1
+            while True:   # only white space may follow the array
+                rest = buf[pos:].lstrip()
+                if rest:
+                    raise BabilongDataError(
+                        f'{path}: corrupt JSON: unexpected data after the closing "]" of the array (near '
+                        f'character {consumed + len(buf) - len(rest)}: {rest[:20]!r}); the file must hold one '
+                        'JSON array (or JSON lines)')
+                if eof:
+                    return
+                pos = len(buf)
+                more()
         while True:
             try:
                 obj, end = dec.raw_decode(buf, pos)
@@ -127,8 +144,52 @@ def _stream_json_array(f, path: str, chunk: int = 1 << 24) -> Iterator[Dict]:
         pos = end
 
 
+def _check_array_end(path: str) -> None:
+    """A JSON array file must end with ']' (and white space): checked before reading, so that a file cut
+    short or with data after its array is refused even when only its first records are read."""
+    with open(path, 'rb') as f:
+        f.seek(max(0, os.path.getsize(path) - 4096))
+        tail = f.read().rstrip()
+    if not tail.endswith(b']'):
+        raise BabilongDataError(f'{path}: corrupt JSON: the file does not end with the closing "]" of its array '
+                                f'(it ends with {tail[-20:]!r}): cut short, or data after the array; download '
+                                'it again')
+
+
+def _bad_utf8_offset(path: str) -> int:
+    """Byte offset of the first invalid UTF-8 sequence of a file (read in blocks)."""
+    dec = __import__('codecs').getincrementaldecoder('utf-8')()
+    done = 0
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(1 << 20), b''):
+            pending = len(dec.getstate()[0])
+            try:
+                dec.decode(block)
+            except UnicodeDecodeError as e:
+                return done - pending + e.start
+            done += len(block)
+    return done
+
+
 def iter_records(path: str) -> Iterator[Dict]:
-    """Records of a BABILong file (JSON array, JSON lines or parquet), one at a time."""
+    """Records of a BABILong file (JSON array, JSON lines or parquet), one at a time.
+
+    An empty file, or one without records, is an error naming the file."""
+    n = 0
+    try:
+        for rec in _records(path):
+            n += 1
+            yield rec
+    except UnicodeDecodeError as e:
+        raise BabilongDataError(
+            f'{path}: not UTF-8 text ({e.reason} at byte {_bad_utf8_offset(path)}); BABILong files are UTF-8 '
+            'JSON: download the file again') from None
+    if n == 0:
+        what = 'is empty' if os.path.getsize(path) == 0 else 'holds no records'
+        raise BabilongDataError(f'{path}: the file {what}; download it again (or remove it)')
+
+
+def _records(path: str) -> Iterator[Dict]:
     if path.endswith('.parquet'):
         import pyarrow.parquet as pq
         try:
@@ -146,6 +207,7 @@ def iter_records(path: str) -> Iterator[Dict]:
             head = f.read(1)
         f.seek(0)
         if head == '[':
+            _check_array_end(path)
             yield from _stream_json_array(f, path)
             return
         for lineno, line in enumerate(f, 1):

@@ -7,32 +7,28 @@ the same cache, when ``babi_dir`` and ``background_dir`` are given (or ``$BABI_D
 import hashlib
 import json
 import os
-from typing import Dict, Iterable, Iterator, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from opencompass.datasets.base import BaseDataset
-from tqdm import tqdm
 
+from .. import parallel
 from ..cache import DatasetCache, make_key
 from ..sources import DataNotFoundError, find_file
-from ..tiers import parse_tier
+from ..tiers import Tier, parse_tier
 from ..tokenization import GPT2_TOKENIZER, get_tokenizer
 from . import data as bdata
 from .prompts import format_prompt, prompt_parts
 
 
-def _progress(it, desc: str):
-    return tqdm(it, desc=desc, unit='sample', mininterval=5,
-                disable=os.environ.get('LONGCTX_PROGRESS', '1') == '0')
-
-
-def build_rows(records: Iterable[Tuple[int, Dict]], task: str, tier: str, parts: Dict[str, str], tokenizer,
+def build_rows(records: Iterable[Tuple[int, Dict]], task: str, tier: Tier, parts: Dict[str, str], tokenizer,
                source_name: str, variant: str) -> Iterator[Dict]:
     """Dataset rows from ``(index, {input, question, target[, generation]})`` records."""
+    tier_tokens = tier.tokens(1000)
     for i, r in records:
         prompt = format_prompt(r['input'], r['question'], parts)
         row = {
-            'prompt': prompt, 'target': r['target'], 'question': r['question'], 'task': task, 'tier': tier,
-            'tier_tokens': parse_tier(tier).tokens(1000), 'index': i,
+            'prompt': prompt, 'target': r['target'], 'question': r['question'], 'task': task, 'tier': tier.name,
+            'tier_tokens': tier_tokens, 'index': i,
             'prompt_tokens': tokenizer.count(prompt), 'count_tokenizer': tokenizer.name,
             'prompt_variant': variant, 'sample_source': source_name,
         }
@@ -51,33 +47,83 @@ def _file_records(path: str, indices, num_samples: Optional[int]):
             continue
         taken += 1
         yield i, bdata.check_record(rec, path, i)
+    if wanted is not None and taken < len(wanted) and (num_samples is None or taken < num_samples):
+        raise bdata.BabilongDataError(f'{path}: sample_indices ask for rows the file does not have '
+                                      f'({taken} of {len(wanted)} found)')
 
 
-def load_babilong(tier: str, task: str = 'qa1', path: Optional[str] = None, sample_source: str = '100',
+class _GeneratedRows:
+    """Generated samples made into dataset rows, in one process (a build worker or this one)."""
+
+    def __init__(self, gen, task: str, tier: Tier, parts: Dict[str, str], tokenizer: str, fingerprint: str,
+                 variant: str):
+        self.gen, self.task, self.tier, self.parts, self.variant = gen, task, tier, parts, variant
+        self.tok = parallel.load_tokenizer(tokenizer, fingerprint)
+
+    def rows(self, chunk: List[Tuple[int, int]]) -> List[Dict]:
+        records = ((i, self.gen.make(self.task, self.tier, i, story)) for i, story in chunk)
+        return list(build_rows(records, self.task, self.tier, self.parts, self.tok, 'generated', self.variant))
+
+
+def _generated_chunk(state: _GeneratedRows, chunk) -> List[Dict]:
+    return state.rows(chunk)
+
+
+def generated_rows(gen, task: str, tier: Tier, samples: int, parts: Dict[str, str], tokenizer, variant: str,
+                   num_proc: int = 1) -> Iterator[Dict]:
+    """Rows of ``samples`` generated samples, made by up to ``num_proc`` processes (the same rows for any
+    ``num_proc``)."""
+    items = list(enumerate(gen.questions(task, tier, samples)))
+    workers, size = parallel.plan(len(items), num_proc, max(tier.tokens(1000), 1000),
+                                  parallel.MIN_PARALLEL_TOKENS, parallel.CHUNK_TOKENS)
+    bar = parallel.progress(len(items), f'BABILong {task} {tier.name} (generating, {workers} '
+                                        f'process{"es" * (workers > 1)})')
+    try:
+        for rows in parallel.ordered_map(_generated_chunk, parallel.chunks(items, size), _GeneratedRows,
+                                         (gen, task, tier, parts, tokenizer.name, tokenizer.fingerprint, variant),
+                                         workers, size=len, bar=bar):
+            yield from rows
+    finally:
+        bar.close()
+
+
+def _progress(it, total: Optional[int], desc: str):
+    bar = parallel.progress(total, desc)
+    try:
+        for x in it:
+            yield x
+            bar.update(1)
+    finally:
+        bar.close()
+
+
+def load_babilong(tier, task: str = 'qa1', path: Optional[str] = None, sample_source: str = '100',
                   num_samples: Optional[int] = None, sample_indices=None, use_instruction: bool = True,
                   use_examples: bool = True, use_post_prompt: bool = True, prompt_variant: str = 'official',
                   count_tokenizer: str = GPT2_TOKENIZER, download: Optional[bool] = None,
                   revision: Optional[str] = None, demo_data: bool = False, babi_dir: Optional[str] = None,
                   background_dir: Optional[str] = None, seed: int = 0, generator_tokenizer: str = GPT2_TOKENIZER,
-                  fix_len_off_by_one: bool = False):
+                  fix_len_off_by_one: bool = False, num_proc: Optional[int] = None):
     """Build (or reload from the cache) one BABILong split as a ``datasets.Dataset`` of plain strings.
 
     ``demo_data=True`` (demo and tests only): write the project's own BABILong-format sample file for this
     task and tier under ``path`` when it is missing (see :mod:`opencompass_longctx.demo_data`).
-    Generated splits take ``num_samples`` samples (default 100) and record their provenance per row.
+    Generated splits take ``num_samples`` samples (default 100) and record their provenance per row; they are
+    made by ``num_proc`` processes (default: the cores available; the same rows for any value).
     """
-    tier = parse_tier(tier).name
+    tier = parse_tier(tier)   # the one parse: a Tier from here on
     bdata.task_number(task)
-    if num_samples is not None and (not isinstance(num_samples, int) or num_samples < 1):
+    if num_samples is not None and (isinstance(num_samples, bool) or not isinstance(num_samples, int)
+                                    or num_samples < 1):
         raise bdata.BabilongDataError(f'num_samples must be a positive integer or None, got {num_samples!r}')
+    num_proc = parallel.check_num_proc(num_proc)
     parts = prompt_parts(task, prompt_variant, use_instruction, use_examples, use_post_prompt)
     tokenizer = get_tokenizer(count_tokenizer)
-    params = dict(tier=tier, task=task, num_samples=num_samples, prompt_variant=prompt_variant,
+    params = dict(tier=tier.name, task=task, num_samples=num_samples, prompt_variant=prompt_variant,
                   prompt_sha256=hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest())
     babi_dir = babi_dir or os.environ.get('BABI_DIR') or None
     background_dir = background_dir or os.environ.get('PG19_DIR') or None
     cache = DatasetCache()
-    desc = f'BABILong {task} {tier}'
 
     def generated():
         from .generator import Generator
@@ -85,14 +131,13 @@ def load_babilong(tier: str, task: str = 'qa1', path: Optional[str] = None, samp
         n = num_samples or 100
         params.update(sample_source='generated', generator=gen.fingerprint(), samples=n)
         key = make_key('babilong', params, tokenizer.fingerprint, gen.input_files([task]), cache.root)
-        return cache.get_or_build('babilong', key, lambda: build_rows(
-            _progress(enumerate(gen.iter_samples(task, tier, n)), desc + ' (generating)'), task, tier, parts,
-            tokenizer, 'generated', prompt_variant), params=params)
+        return cache.get_or_build('babilong', key, lambda: generated_rows(
+            gen, task, tier, n, parts, tokenizer, prompt_variant, num_proc), params=params)
 
     if str(sample_source) == 'generated':
         return generated()
     source = bdata.source_for(str(sample_source), tier)
-    published = tier in bdata.PUBLISHED_TIERS
+    published = tier.name in bdata.PUBLISHED_TIERS
     if published:
         bdata.check_available(task, tier, source)
     if demo_data:
@@ -100,11 +145,11 @@ def load_babilong(tier: str, task: str = 'qa1', path: Optional[str] = None, samp
             raise bdata.BabilongDataError('demo_data=True needs path= (where to write the demo files)')
         from .. import demo_data as demo
         if not os.path.isfile(os.path.join(path, 'data', task, bdata.file_name(tier))):
-            demo.write(path, tiers=[tier], tasks=[task], samples=max(num_samples or 5, 5))
+            demo.write(path, tiers=[tier.name], tasks=[task], samples=max(num_samples or 5, 5))
     try:
         file_path = find_file(source, bdata.file_candidates(task, tier, source), path=path,
                               download=download if published else False, revision=revision,
-                              what=f'{task} at {tier}')
+                              what=f'{task} at {tier.name}')
     except DataNotFoundError:
         if published:
             raise
@@ -121,13 +166,10 @@ def load_babilong(tier: str, task: str = 'qa1', path: Optional[str] = None, samp
         from .generator import MANIFEST_NAME
         root = os.path.dirname(os.path.dirname(os.path.dirname(file_path)))
         label = 'generated' if os.path.isfile(os.path.join(root, MANIFEST_NAME)) else 'local'
-    ds = cache.get_or_build('babilong', key, lambda: build_rows(
-        _progress(_file_records(file_path, indices, num_samples), desc), task, tier, parts, tokenizer,
-        label, prompt_variant), params=params)
-    if indices is not None and len(ds) < len(set(indices)) and num_samples is None:
-        raise bdata.BabilongDataError(f'{file_path}: sample_indices ask for rows the file does not have '
-                                      f'({len(ds)} of {len(set(indices))} found)')
-    return ds
+    total = num_samples if indices is None else len(set(indices))
+    return cache.get_or_build('babilong', key, lambda: build_rows(
+        _progress(_file_records(file_path, indices, num_samples), total, f'BABILong {task} {tier.name}'), task,
+        tier, parts, tokenizer, label, prompt_variant), params=params)
 
 
 class BabilongDataset(BaseDataset):

@@ -34,7 +34,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .. import __version__
+from .. import __version__, parallel
 from ..tiers import parse_tier
 from ..tokenization import GPT2_TOKENIZER, get_tokenizer
 from ..util import atomic_write_text, sha256_file
@@ -111,11 +111,11 @@ def load_books(background_dir: str) -> Dict[str, str]:
     return books
 
 
-def sample_size(tier: str) -> int:
+def sample_size(tier) -> int:
     return parse_tier(tier).tokens(1000) - PROMPT_ALLOWANCE
 
 
-def eligible(stories: List[Story], tier: str, fix_len_off_by_one: bool = False) -> List[int]:
+def eligible(stories: List[Story], tier, fix_len_off_by_one: bool = False) -> List[int]:
     """Indices of the stories the authors' TaskDataset would offer at this tier."""
     size = sample_size(tier)
     max_facts = size // 8 if size > 0 else None
@@ -216,7 +216,10 @@ class BackgroundSampler:
 
 
 class Generator:
-    """Makes BABILong samples for any tier from bAbI stories and background books."""
+    """Makes BABILong samples for any tier from bAbI stories and background books.
+
+    Its methods take a tier string or a :class:`~opencompass_longctx.tiers.Tier` (the loader passes the Tier it
+    parsed once; ``parse_tier`` returns a Tier as is)."""
 
     def __init__(self, babi_dir: str, background_dir: str, tokenizer: str = GPT2_TOKENIZER, seed: int = 0,
                  fix_len_off_by_one: bool = False):
@@ -230,6 +233,12 @@ class Generator:
         self.fix_len_off_by_one = fix_len_off_by_one
         self._stories: Dict[str, List[Story]] = {}
         self._sampler: Optional[BackgroundSampler] = None
+
+    def __reduce__(self):
+        """Sent to a build worker by its inputs: the worker loads the tokenizer again by name (checked by
+        fingerprint) and reads the stories and books itself."""
+        return _generator_in_worker, (self.babi_dir, self.background_dir, self.tok.name, self.tok.fingerprint,
+                                      self.seed, self.fix_len_off_by_one)
 
     def input_files(self, tasks: Sequence[str]) -> List[str]:
         books = sorted(glob.glob(os.path.join(self.background_dir, '**', '*.txt'), recursive=True))
@@ -246,23 +255,24 @@ class Generator:
             self._sampler = BackgroundSampler(load_books(self.background_dir), self.tok)
         return self._sampler
 
-    def questions(self, task: str, tier: str, samples: int) -> List[int]:
+    def questions(self, task: str, tier, samples: int) -> List[int]:
         """The story indices of samples 0..samples-1 (a seeded shuffle of the eligible ones)."""
+        tier = parse_tier(tier)
         pool = eligible(self.stories(task), tier, self.fix_len_off_by_one)
         if not pool:
-            raise GeneratorInputError(f'no {task} story fits {tier} (max_n_facts = {sample_size(tier) // 8})')
-        order = _rng('questions', self.seed, task, parse_tier(tier).name).permutation(len(pool))
+            raise GeneratorInputError(f'no {task} story fits {tier.name} (max_n_facts = {sample_size(tier) // 8})')
+        order = _rng('questions', self.seed, task, tier.name).permutation(len(pool))
         return [pool[int(k)] for k in order[:samples]]
 
-    def make(self, task: str, tier: str, index: int, story_index: int) -> Dict:
-        tier = parse_tier(tier).name
+    def make(self, task: str, tier, index: int, story_index: int) -> Dict:
+        tier = parse_tier(tier)
         story = self.stories(task)[story_index]
         size = sample_size(tier)
         facts = [(' ' + f).encode('utf-8') for f in story.facts]
         fact_tokens = [len(x) for x in self.tok.encode_batch([' ' + f for f in story.facts])]
         provenance: list = []
         bg_budget = size - sum(fact_tokens)
-        rng = _rng('sample', self.seed, task, tier, index)
+        rng = _rng('sample', self.seed, task, tier.name, index)
         bg, bg_bytes, bg_tokens = b'', np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         if bg_budget > 0:
             bg, bg_bytes, bg_tokens = self.sampler.sample(bg_budget, rng, provenance)
@@ -284,7 +294,8 @@ class Generator:
                            'background': provenance},
         }
 
-    def iter_samples(self, task: str, tier: str, samples: int):
+    def iter_samples(self, task: str, tier, samples: int):
+        tier = parse_tier(tier)
         for i, story_index in enumerate(self.questions(task, tier, samples)):
             yield self.make(task, tier, i, story_index)
 
@@ -293,33 +304,75 @@ class Generator:
                 'fix_len_off_by_one': self.fix_len_off_by_one, 'algorithm': 'babilong-v1'}
 
 
-def write(generator: Generator, out_dir: str, tiers: Sequence[str], tasks: Sequence[str], samples: int,
-          progress: bool = True) -> str:
-    """Write ``out_dir/data/qaN/<LEN>.json`` (the layout the loader reads) and a manifest."""
-    from tqdm import tqdm
+def _generator_in_worker(babi_dir, background_dir, tokenizer, fingerprint, seed, fix_len_off_by_one) -> Generator:
+    parallel.load_tokenizer(tokenizer, fingerprint)   # the same tokenizer as the parent's, or an error
+    return Generator(babi_dir, background_dir, tokenizer, seed, fix_len_off_by_one)
 
+
+def _write_chunk(gen: Generator, chunk) -> List[tuple]:
+    """(task, tier, JSON record, generation provenance) of each (task, tier, index, story) of a chunk."""
+    out = []
+    for task, tier, i, story in chunk:
+        s = gen.make(task, tier, i, story)
+        prov = s.pop('generation')
+        out.append((task, tier, json.dumps(s), prov))
+    return out
+
+
+def _identity(x):
+    return x
+
+
+def write(generator: Generator, out_dir: str, tiers: Sequence, tasks: Sequence[str], samples: int,
+          progress: bool = True, num_proc: Optional[int] = None) -> str:
+    """Write ``out_dir/data/qaN/<LEN>.json`` (the layout the loader reads) and a manifest.
+
+    Samples are made by ``num_proc`` processes (default: the cores available) and written in order: the files
+    are byte-identical for any ``num_proc``."""
+    tiers = [parse_tier(t) for t in tiers]
+    workers_wanted = parallel.check_num_proc(num_proc)
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        raise GeneratorInputError(f'samples must be a positive integer, got {samples!r}')
     files = generator.input_files(tasks)
     manifest = {'generator': generator.fingerprint(), 'package_version': __version__,
                 'inputs': {os.path.basename(p): sha256_file(p) for p in files}, 'outputs': {}}
-    bar = tqdm(total=len(tiers) * len(tasks) * samples, desc='BABILong generation', unit='sample',
-               disable=not progress)
-    for task in tasks:
-        for tier in tiers:
-            rel = os.path.join('data', task, file_name(tier))
-            path = os.path.join(out_dir, rel)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            records = []
-            with open(f'{path}.tmp-{os.getpid()}', 'w', encoding='utf-8') as f:
-                f.write('[')
-                for i, s in enumerate(generator.iter_samples(task, tier, samples)):
-                    gen = s.pop('generation')
-                    f.write((',\n' if i else '\n') + json.dumps(s))
-                    records.append(gen)
-                    bar.update(1)
-                f.write('\n]\n')
-            os.replace(f'{path}.tmp-{os.getpid()}', path)
-            manifest['outputs'][rel] = {'sha256': sha256_file(path), 'samples': records}
-    bar.close()
+    items = [(task, tier, i, story) for task in tasks for tier in tiers
+             for i, story in enumerate(generator.questions(task, tier, samples))]
+    cost = sum(max(t.tokens(1000), 1000) for _, t, _, _ in items) / max(len(items), 1)
+    workers, size = parallel.plan(len(items), workers_wanted, cost, parallel.MIN_PARALLEL_TOKENS,
+                                  parallel.CHUNK_TOKENS)
+    bar = parallel.progress(len(items), f'BABILong generation ({workers} process{"es" * (workers > 1)})',
+                            enabled=progress)
+    current = None   # (task, tier, final path, open file, provenance records)
+
+    def finish():
+        task, tier, path, f, records = current
+        f.write('\n]\n')
+        f.close()
+        os.replace(f.name, path)
+        manifest['outputs'][os.path.relpath(path, out_dir)] = {'sha256': sha256_file(path), 'samples': records}
+
+    try:
+        for done in parallel.ordered_map(_write_chunk, parallel.chunks(items, size), _identity, (generator,),
+                                         workers, size=len, bar=bar):
+            for task, tier, record, prov in done:
+                if current is None or current[:2] != (task, tier):
+                    if current is not None:
+                        finish()
+                    path = os.path.join(out_dir, 'data', task, file_name(tier))
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                    current = (task, tier, path, open(f'{path}.tmp-{os.getpid()}', 'w', encoding='utf-8'), [])
+                    current[3].write('[')
+                current[3].write((',\n' if current[4] else '\n') + record)
+                current[4].append(prov)
+        if current is not None:
+            finish()
+            current = None
+    finally:
+        bar.close()
+        if current is not None:   # failed midway: remove the partial file
+            current[3].close()
+            os.unlink(current[3].name)
     out = os.path.join(out_dir, MANIFEST_NAME)
     if os.path.isfile(out):  # more tiers/tasks made by the same generator: keep the earlier entries
         with open(out, encoding='utf-8') as f:
@@ -342,9 +395,11 @@ def main(argv=None):
     ap.add_argument('--seed', type=int, default=0)
     ap.add_argument('--tokenizer', default=GPT2_TOKENIZER)
     ap.add_argument('--fix-len-off-by-one', action='store_true')
+    ap.add_argument('--num-proc', type=int, default=None,
+                    help='processes (default: the cores available; the files are the same for any value)')
     args = ap.parse_args(argv)
     gen = Generator(args.babi_dir, args.background_dir, args.tokenizer, args.seed, args.fix_len_off_by_one)
-    print(write(gen, args.out_dir, args.tiers, args.tasks, args.samples))
+    print(write(gen, args.out_dir, args.tiers, args.tasks, args.samples, num_proc=args.num_proc))
     return 0
 
 

@@ -5,6 +5,7 @@ from typing import Optional
 from opencompass.datasets.base import BaseDataset
 
 from ..cache import DatasetCache, make_key
+from ..parallel import check_num_proc
 from .generator import generate, make_spec
 from .tasks import LongBioConfigError
 
@@ -12,22 +13,25 @@ from .tasks import LongBioConfigError
 def load_longbio(tier, cell: Optional[str] = None, task: Optional[str] = None, n: Optional[int] = None,
                  mode: str = 'compat', num_samples: int = 800, seed: int = 2024, tokenizer: Optional[str] = None,
                  density: float = 1.0, depth=(0.0, 1.0), shots: Optional[int] = None, reserve_tokens: int = 0,
-                 verify_length: Optional[bool] = None, start_index: int = 0):
+                 verify_length: Optional[bool] = None, start_index: int = 0, num_proc: Optional[int] = None):
     """Build (or reload from the cache) the samples of one cell as a ``datasets.Dataset``.
 
     ``cell`` (e.g. 'rank_5') or ``task`` + ``n``; ``mode`` 'compat' | 'strict'; ``tokenizer``: None for the
     offline default, a 'tiktoken:<encoding>' name or a Hugging Face tokenizer directory / id. One row per
-    sample (two for idk: the answerable and the unanswerable question on the same context)."""
+    sample (two for idk: the answerable and the unanswerable question on the same context). ``num_proc``:
+    processes for a build (default: the cores available; the same rows for any value)."""
     spec = make_spec(tier, cell=cell, task=task, n=n, mode=mode, shots=shots, seed=seed, density=density,
                      depth=tuple(depth) if isinstance(depth, list) else depth, reserve_tokens=reserve_tokens,
                      tokenizer=tokenizer, verify_length=verify_length)
     for name, v, low in (('num_samples', num_samples, 1), ('start_index', start_index, 0)):
         if isinstance(v, bool) or not isinstance(v, int) or v < low:
             raise LongBioConfigError(f'{name} must be an integer >= {low}, got {v!r}')
+    num_proc = check_num_proc(num_proc)
     params = dict(spec.public(), num_samples=num_samples, start_index=start_index)
     cache = DatasetCache()
     key = make_key('longbio', params, spec.tokenizer.fingerprint, (), cache.root)
-    return cache.get_or_build('longbio', key, lambda: generate(spec, num_samples, start_index), params=params)
+    return cache.get_or_build('longbio', key, lambda: generate(spec, num_samples, start_index, num_proc),
+                              params=params)
 
 
 class LongBioDataset(BaseDataset):

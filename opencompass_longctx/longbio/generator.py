@@ -34,11 +34,13 @@ import hashlib
 import itertools
 import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .. import __version__
 from ..configs.tier_table import STANDARD_TIERS
+from .. import parallel
+from ..parallel import load_tokenizer, ordered_map, plan, progress
 from ..tiers import parse_tier
 from .people import (PersonStream, bio_text, cite_body, draw_people, redraw_birthdate, render_sentences,
                      standard_bio_format, template_set)
@@ -106,6 +108,16 @@ class Spec:
                     tokenizer=self.tokenizer.name, tokenizer_fingerprint=self.tokenizer.fingerprint,
                     verify_length=self.verify, pools_sha256=load_pools().sha256,
                     generator_version=GENERATOR_VERSION, package_version=__version__)
+
+    def __reduce__(self):
+        """Sent to a worker process by the tokenizer's name: the worker loads it again (and checks that its
+        fingerprint is the same)."""
+        state = {f.name: getattr(self, f.name) for f in fields(self) if f.name != 'tokenizer'}
+        return _spec_in_worker, (state, self.tokenizer.name, self.tokenizer.fingerprint)
+
+
+def _spec_in_worker(state: Dict, tokenizer: str, fingerprint: str) -> Spec:
+    return Spec(tokenizer=load_tokenizer(tokenizer, fingerprint), **state)
 
 
 def make_spec(tier, cell=None, task=None, n=None, mode='compat', shots=None, seed=2024, density=1.0,
@@ -647,18 +659,30 @@ class Generator:
                     label=json.dumps(label, ensure_ascii=False), prompt_tokens=tokens)
 
 
-def generate(spec: Spec, num_samples: int, start: int = 0) -> Iterator[Dict]:
-    """All rows of samples start..start+num_samples-1 (a sample is one row; IDK samples are two)."""
-    gen = Generator(spec)
-    for i in range(start, start + num_samples):
-        try:
-            rows = gen.rows(i)
-        except TierTooSmallError:
-            needed = max(gen.needed_tokens(j) for j in range(start, start + num_samples))
-            raise TierTooSmallError(
-                f'LongBioBench cell {spec.cell!r} does not fit tier {spec.tier} ({spec.budget} tokens): its '
-                f'{spec.groups * spec.n} needle bios (the test question and {spec.groups - 1} demo groups of '
-                f'n={spec.n}) and the prompt need up to {needed} tokens with {spec.tokenizer.name} over these '
-                f'{num_samples} samples. Smallest standard tier that fits: '
-                f'{_smallest_fitting_tier(needed, spec.reserve_tokens) or "none"}.') from None
-        yield from rows
+def _rows_of_range(gen: Generator, span: Tuple[int, int]) -> List[Dict]:
+    return [row for i in range(*span) for row in gen.rows(i)]
+
+
+def generate(spec: Spec, num_samples: int, start: int = 0, num_proc: int = 1) -> Iterator[Dict]:
+    """All rows of samples start..start+num_samples-1 (a sample is one row; IDK samples are two), in order,
+    made by up to ``num_proc`` processes (the same rows for any ``num_proc``; see :mod:`..parallel`)."""
+    workers, size = plan(num_samples, num_proc, max(spec.tier_tokens, 1024), parallel.MIN_PARALLEL_TOKENS,
+                         parallel.CHUNK_TOKENS)
+    end = start + num_samples
+    spans = [(a, min(a + size, end)) for a in range(start, end, size)]
+    bar = progress(num_samples, f'LongBioBench {spec.cell} {spec.tier} ({workers} process{"es" * (workers > 1)})')
+    try:
+        for rows in ordered_map(_rows_of_range, spans, Generator, (spec,), workers,
+                                size=lambda span: span[1] - span[0], bar=bar):
+            yield from rows
+    except TierTooSmallError:
+        gen = Generator(spec)
+        needed = max(gen.needed_tokens(j) for j in range(start, end))
+        raise TierTooSmallError(
+            f'LongBioBench cell {spec.cell!r} does not fit tier {spec.tier} ({spec.budget} tokens): its '
+            f'{spec.groups * spec.n} needle bios (the test question and {spec.groups - 1} demo groups of '
+            f'n={spec.n}) and the prompt need up to {needed} tokens with {spec.tokenizer.name} over these '
+            f'{num_samples} samples. Smallest standard tier that fits: '
+            f'{_smallest_fitting_tier(needed, spec.reserve_tokens) or "none"}.') from None
+    finally:
+        bar.close()

@@ -28,11 +28,14 @@ import re
 import shutil
 import sys
 import warnings
-from typing import Dict, Iterator, List, Optional
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
+from .. import parallel
 from ..cache import DatasetCache, make_key
+from ..parallel import load_tokenizer
 from ..tiers import parse_tier
 from ..tokenization import DEFAULT_TOKENIZER, get_tokenizer
 from . import data as ndata
@@ -43,6 +46,10 @@ from .prompts import MAX_NEW_TOKENS, SYSTEM_PROMPT, TASK_TEMPLATE, build_prompt
 PLACEMENTS = ('standard', 'static', 'last2k')
 BUILD_VERSION = 1
 CHAT_MARGIN = 64  # tokens allowed for the chat template and system message in the max_seq_len check
+# Parallel builds (parallel.plan), in haystack tokens: a row is a slice of a tokenised book (~100M tokens/s),
+# so a split under MIN_PARALLEL_TOKENS in all is built in one process; a chunk holds at most CHUNK_TOKENS.
+MIN_PARALLEL_TOKENS = 200_000_000
+CHUNK_TOKENS = 4_000_000
 
 
 def default_depth_intervals(L: int) -> int:
@@ -86,58 +93,114 @@ def _name_collisions(books, pairs) -> Dict[str, List[str]]:
     return hits
 
 
-def build_rows(pairs: List[Pair], books, book_indices: List[int], L: int, tier: str, depths: np.ndarray,
-               depth_indices, placement: str, static_depth: Optional[float], shift: int, base_seed: int,
-               variant: str, needle_file: str, haystack_tier: str, tokenizer, canonical: bool) -> Iterator[Dict]:
-    wanted_depths = None if depth_indices is None else set(depth_indices)
-    count_memo: Dict[str, int] = {}
+@dataclass
+class SplitPlan:
+    """Everything one NoLiMa split is made of, validated by :func:`load_nolima`. Picklable: a build worker
+    gets the books as paths (tokenised once, in the book cache) and the tokenizer by name."""
+    pairs: List[Pair]
+    book_paths: List[str]
+    book_indices: List[int]
+    L: int
+    tier: str
+    depths: List[float]
+    depth_indices: Optional[List[int]]
+    placement: str
+    static_depth: Optional[float]
+    shift: int
+    base_seed: int
+    variant: str
+    needle_file: str
+    haystack_tier: str
+    tokenizer: str
+    fingerprint: str
+    canonical: bool
 
-    def count(text: str) -> int:
-        if text not in count_memo:
-            count_memo[text] = len(tokenizer.encode(text))
-        return count_memo[text]
+    @property
+    def blocks(self) -> int:
+        """(pair, haystack) blocks, in row order: every depth of one pair in one book."""
+        return len(self.pairs) * len(self.book_paths)
 
-    for pair in pairs:
+
+class _Blocks:
+    """The rows of a plan's (pair, haystack) blocks, in one process."""
+
+    def __init__(self, plan: SplitPlan):
+        self.plan = plan
+        self.tok = load_tokenizer(plan.tokenizer, plan.fingerprint)
+        self.books = [hs.load_book(p, self.tok) for p in plan.book_paths]
+        self.memo: Dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        if text not in self.memo:
+            self.memo[text] = len(self.tok.encode(text))
+        return self.memo[text]
+
+    def rows(self, block: int) -> Iterator[Dict]:
+        P, count = self.plan, self.count
+        pair = P.pairs[block // len(self.books)]
+        h, book = P.book_indices[block % len(self.books)], self.books[block % len(self.books)]
+        L = P.L
+        wanted_depths = None if P.depth_indices is None else set(P.depth_indices)
         template = pair.task_template or TASK_TEMPLATE
-        for h, book in zip(book_indices, books):
-            seed = base_seed + pair.group + h
-            rng = np.random.RandomState(seed)  # = np.random.seed(seed) + the global legacy generator
-            for di, d in enumerate(depths):
-                d = float(d)
-                name = str(rng.choice(pair.character_set)) if pair.has_char else ''
-                needle = pair.needle.replace(CHAR, name) if pair.has_char else pair.needle
-                question = pair.question.replace(CHAR, name) if pair.has_char else pair.question
-                dd = -1.0
-                if pair.distractor is not None:
-                    dd = hs.draw_distractor_depth(rng, d, L)  # drawn even when the depth is not emitted
-                if wanted_depths is not None and di not in wanted_depths:
-                    continue
-                if placement == 'standard':
-                    pl = hs.place(book, needle, L, d, shift)
-                else:
-                    pl = hs.place_static(book, needle, L, d, static_depth)
-                text, anchored = pl.text, True
-                if pair.distractor is not None:
-                    ins = hs.insert_distractor(book, pl, needle, pair.distractor, dd, shift)
-                    text, anchored = ins.text, ins.anchored
-                prompt = build_prompt(text, question, pair.task_template)
-                gold = [name] if pair.has_char else list(pair.gold_answers)
-                approx = (L + count(template.format(haystack='', question=question)) + count(' ' + needle + '\n')
-                          + (count(' ' + pair.distractor + '\n') if pair.distractor is not None else 0))
-                yield {
-                    'prompt': prompt, 'answer': gold[0], 'gold_answers': json.dumps(gold, ensure_ascii=False),
-                    'question': question, 'needle': needle, 'character': name,
-                    'pair': pair.name, 'entry_id': pair.entry_id, 'group': pair.group, 'test_id': pair.test_id,
-                    'question_type': pair.question_type, 'order': pair.order,
-                    'reasoning_type': pair.reasoning_type, 'variant': variant, 'needle_set': needle_file,
-                    'haystack': book.name, 'haystack_index': h, 'haystack_tier': haystack_tier,
-                    'context_length': L, 'tier': tier, 'depth': d, 'depth_index': di,
-                    'needle_token_depth': pl.needle_depth, 'window_start': pl.start, 'line_break': pl.line_break,
-                    'placement': placement, 'distractor': pair.distractor or '', 'distractor_depth': dd,
-                    'distractor_anchored': anchored,
-                    'seed': seed, 'length_tokenizer': tokenizer.name, 'canonical_length': canonical,
-                    'prompt_tokens_approx': approx,
-                }
+        seed = P.base_seed + pair.group + h
+        rng = np.random.RandomState(seed)  # = np.random.seed(seed) + the global legacy generator
+        for di, d in enumerate(P.depths):
+            d = float(d)
+            name = str(rng.choice(pair.character_set)) if pair.has_char else ''
+            needle = pair.needle.replace(CHAR, name) if pair.has_char else pair.needle
+            question = pair.question.replace(CHAR, name) if pair.has_char else pair.question
+            dd = -1.0
+            if pair.distractor is not None:
+                dd = hs.draw_distractor_depth(rng, d, L)  # drawn even when the depth is not emitted
+            if wanted_depths is not None and di not in wanted_depths:
+                continue
+            if P.placement == 'standard':
+                pl = hs.place(book, needle, L, d, P.shift)
+            else:
+                pl = hs.place_static(book, needle, L, d, P.static_depth)
+            text, anchored = pl.text, True
+            if pair.distractor is not None:
+                ins = hs.insert_distractor(book, pl, needle, pair.distractor, dd, P.shift)
+                text, anchored = ins.text, ins.anchored
+            prompt = build_prompt(text, question, pair.task_template)
+            gold = [name] if pair.has_char else list(pair.gold_answers)
+            approx = (L + count(template.format(haystack='', question=question)) + count(' ' + needle + '\n')
+                      + (count(' ' + pair.distractor + '\n') if pair.distractor is not None else 0))
+            yield {
+                'prompt': prompt, 'answer': gold[0], 'gold_answers': json.dumps(gold, ensure_ascii=False),
+                'question': question, 'needle': needle, 'character': name,
+                'pair': pair.name, 'entry_id': pair.entry_id, 'group': pair.group, 'test_id': pair.test_id,
+                'question_type': pair.question_type, 'order': pair.order,
+                'reasoning_type': pair.reasoning_type, 'variant': P.variant, 'needle_set': P.needle_file,
+                'haystack': book.name, 'haystack_index': h, 'haystack_tier': P.haystack_tier,
+                'context_length': L, 'tier': P.tier, 'depth': d, 'depth_index': di,
+                'needle_token_depth': pl.needle_depth, 'window_start': pl.start, 'line_break': pl.line_break,
+                'placement': P.placement, 'distractor': pair.distractor or '', 'distractor_depth': dd,
+                'distractor_anchored': anchored,
+                'seed': seed, 'length_tokenizer': P.tokenizer, 'canonical_length': P.canonical,
+                'prompt_tokens_approx': approx,
+            }
+
+
+def _rows_of_blocks(blocks: _Blocks, span: Tuple[int, int]) -> List[Dict]:
+    return [row for b in range(*span) for row in blocks.rows(b)]
+
+
+def build_rows(plan: SplitPlan, num_proc: int = 1) -> Iterator[Dict]:
+    """The split's rows in (pair, haystack, depth) order, made by up to ``num_proc`` processes (the same rows
+    for any ``num_proc``)."""
+    rows_per_block = len(plan.depths) if plan.depth_indices is None else len(plan.depth_indices)
+    workers, size = parallel.plan(plan.blocks, num_proc, rows_per_block * plan.L, MIN_PARALLEL_TOKENS,
+                                  CHUNK_TOKENS)
+    spans = [(a, min(a + size, plan.blocks)) for a in range(0, plan.blocks, size)]
+    bar = parallel.progress(plan.blocks * rows_per_block,
+                            f'NoLiMa {plan.tier} ({workers} process{"es" * (workers > 1)})')
+    try:
+        for rows in parallel.ordered_map(_rows_of_blocks, spans, _Blocks, (plan,), workers,
+                                         size=lambda span: (span[1] - span[0]) * rows_per_block, bar=bar):
+            yield from rows
+    finally:
+        bar.close()
 
 
 def _ensure_sample_data(path: Optional[str], book_tokens: int) -> None:
@@ -166,7 +229,8 @@ def load_nolima(tier, needle_set: str = 'main', path: Optional[str] = None, toke
                 shift: int = 0, question_types=None, exclude_direct: Optional[bool] = None,
                 expected_pairs='auto', pairs=None, haystacks=None, depth_indices=None,
                 max_seq_len: Optional[int] = None, download: Optional[bool] = None,
-                revision: Optional[str] = None, sample_data: bool = False, sample_book_tokens: int = 6000):
+                revision: Optional[str] = None, sample_data: bool = False, sample_book_tokens: int = 6000,
+                num_proc: Optional[int] = None):
     """Build (or reload from the cache) one NoLiMa split as a ``datasets.Dataset``.
 
     ``needle_set``: a variant ('main', 'hard', 'cot', 'mc', 'direct', 'distractor'), its file name, or a path
@@ -175,9 +239,10 @@ def load_nolima(tier, needle_set: str = 'main', path: Optional[str] = None, toke
     name draws are those of the full grid). ``max_seq_len``: refuse a tier whose prompts (plus 192 new tokens
     and a chat-template margin) would not fit the model, instead of letting OpenCompass cut the needle out.
     ``sample_data=True`` (demo and tests only): write the project's stand-in data under ``path`` if missing.
+    ``num_proc``: processes for a build (default: the cores available; the same rows for any value).
     """
-    L = parse_tier(tier).tokens(1000)
-    tier = parse_tier(tier).name
+    t = parse_tier(tier)
+    L, tier = t.tokens(1000), t.name
     if L < 1:
         raise NoLiMaError(f'NoLiMa tier {tier!r} has no haystack tokens; use 250, 500, 1k ... 128k')
     custom = isinstance(needle_set, str) and needle_set.endswith('.json') and os.path.isfile(needle_set)
@@ -202,6 +267,7 @@ def load_nolima(tier, needle_set: str = 'main', path: Optional[str] = None, toke
     book_indices = _check_int_list('haystacks', haystacks, ndata.NUM_BOOKS) or list(range(ndata.NUM_BOOKS))
     if max_seq_len is not None and (isinstance(max_seq_len, bool) or not isinstance(max_seq_len, int)):
         raise NoLiMaError(f'max_seq_len must be an integer, got {max_seq_len!r}')
+    num_proc = parallel.check_num_proc(num_proc)
     if sample_data:
         _ensure_sample_data(path, sample_book_tokens)
 
@@ -275,8 +341,10 @@ def load_nolima(tier, needle_set: str = 'main', path: Optional[str] = None, toke
         if collisions:
             warnings.warn(f'NoLiMa: character names occur as whole words in the haystack: {collisions}; '
                           'the answer may then be found without the needle')
-        return build_rows(chosen, books, book_indices, L, tier, depths, depth_indices, placement, static_depth,
-                          shift, base_seed, variant, os.path.basename(needle_file), used_tier, tok, canonical)
+        plan = SplitPlan(chosen, [b.path for b in books], book_indices, L, tier, [float(x) for x in depths],
+                         depth_indices, placement, static_depth, shift, base_seed, variant,
+                         os.path.basename(needle_file), used_tier, tok.name, tok.fingerprint, canonical)
+        return build_rows(plan, num_proc)
     return cache.get_or_build('nolima', key, rows, params=params)
 
 
