@@ -8,6 +8,8 @@ from opencompass.partitioners import NaivePartitioner
 from opencompass.runners import LocalRunner
 from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
+from opencompass_longctx.partitioner import LongCtxPartitioner
+
 with read_base():
     from opencompass_longctx.configs.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
     from opencompass_longctx.configs.tier_table import TIERS
@@ -64,9 +66,12 @@ model_dataset_combinations = [
 
 summarizer = dict(summarizer, dataset_abbrs=[f'babilong_qa1-qa{last}_{tier}' for tier in TIERS for last in (5, 10)]
                   + [f'longbio_mean_{tier}' for tier in TIERS])
-# One task per model x dataset: long tiers are heavy, and NaivePartitioner does not build every dataset in the
-# main process just to size it. Multi-node: replace LocalRunner with OpenCompass's SlurmRunner (README).
-infer = dict(partitioner=dict(type=NaivePartitioner),
+# One inference task per model and tier band (up to 32k, 64k-128k, 256k-1m): each model's engine starts at most
+# three times, sized for the band (session_len, and max_batch_size from the KV-cache arithmetic on the declared
+# GPU). The plan, with its GPU-hours, is printed and written to <work_dir>/plan/ (also by --dry-run).
+# Parallel engines: shards=2 (or {'<model abbr>': 2}); another GPU: cost_model=dict(gpu='H100-80GB').
+# Multi-node: replace LocalRunner with OpenCompass's SlurmRunner (README).
+infer = dict(partitioner=dict(type=LongCtxPartitioner),
              runner=dict(type=LocalRunner, max_num_workers=8, task=dict(type=OpenICLInferTask)))
 eval = dict(partitioner=dict(type=NaivePartitioner, n=100),
             runner=dict(type=LocalRunner, max_num_workers=2, task=dict(type=OpenICLEvalTask)))

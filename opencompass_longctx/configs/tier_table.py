@@ -7,3 +7,8 @@
 TIERS = {'0k': 0, '1k': 1000, '2k': 2000, '4k': 4000, '8k': 8000, '16k': 16000, '32k': 32000, '64k': 64000,
          '128k': 128000, '256k': 256000, '512k': 512000, '1m': 1000000}
 STANDARD_TIERS = list(TIERS)
+
+# Tier bands: the tiers one engine serves (LongCtxPartitioner loads each model once per band, sized for the band's
+# largest tier). Each entry is a band's largest tier; a tier goes to the first band that holds it (by size, as
+# STANDARD_TIERS orders them), tiers above the last one to a band of their own.
+TIER_BANDS = ['32k', '128k', '1m']

@@ -1,0 +1,70 @@
+"""``LongCtxPartitioner``: one inference task per (model, tier band), with an engine sized for the band.
+
+OpenCompass's ``NaivePartitioner`` makes one task per (model, dataset): each is a fresh subprocess that imports
+OpenCompass and builds the model (an LMDeploy engine: weights, KV cache, tensor-parallel workers) from scratch,
+for a few seconds of work at the short tiers. This partitioner groups each model's datasets by tier band
+(``TIER_BANDS`` of the tier table, or ``bands=[...]``), so a model is loaded once per band (or once per shard
+when ``shards`` asks for parallel engines), and sizes each band's LMDeploy engine (``session_len`` and
+``max_batch_size``) for that band. The model abbr is unchanged, so predictions, results and the tier table are
+the same as with any other partitioner.
+
+Every run (``--dry-run`` included) prints the plan, with its estimated GPU-hours and the problems found without
+a GPU, and writes it to ``<work_dir>/plan/longctx_plan.{md,json}`` (see :mod:`opencompass_longctx.plan`).
+With problems, a real run stops before any task starts (``on_problem='error'``, the default; ``'warn'`` goes
+on); ``--dry-run`` only reports them.
+
+    infer = dict(partitioner=dict(type=LongCtxPartitioner),   # bands=['32k', '128k', '1m'], shards=1,
+                 runner=dict(type=LocalRunner, ...))          # cost_model=dict(gpu='H100-80GB'), on_problem
+"""
+import os
+import sys
+from typing import Dict, List, Optional
+
+from mmengine.config import Config
+from opencompass.partitioners.base import BasePartitioner
+from opencompass.registry import PARTITIONERS
+
+from . import plan as P
+
+
+class RunCheckError(RuntimeError):
+    """Problems found before any task started (missing data, models or tokenizers)."""
+
+
+@PARTITIONERS.register_module()
+class LongCtxPartitioner(BasePartitioner):
+    """Args (besides OpenCompass's ``out_dir`` and ``keep_keys``):
+
+    * ``bands``: each band's largest tier, ascending (default: ``TIER_BANDS`` of the tier table).
+    * ``shards``: engines per band: an int, or ``{model_abbr: int}`` / ``{model_abbr: {band: int}}`` with ``'*'``
+      as the default key. Shards split a band's datasets by prompt tokens.
+    * ``cost_model``: overrides of ``opencompass_longctx/configs/cost_model.py`` (e.g. ``gpu='H100-80GB'``).
+    * ``batch_cap``: the largest ``max_batch_size`` given to an engine (64).
+    * ``on_problem``: ``'error'`` (stop a real run when the checks find problems) or ``'warn'``.
+    """
+
+    def __init__(self, out_dir: str, bands: Optional[List[str]] = None, shards=1, cost_model: Optional[Dict] = None,
+                 batch_cap: int = P.BATCH_CAP, on_problem: str = 'error', keep_keys: Optional[List[str]] = None):
+        super().__init__(out_dir=out_dir, keep_keys=keep_keys)
+        if on_problem not in ('error', 'warn'):
+            raise P.PlanError(f"on_problem must be 'error' or 'warn', got {on_problem!r}")
+        P.band_edges(bands)        # validate now: a bad band list is a config error, not a task failure
+        P.cost_model(cost_model)
+        self.bands, self.shards, self.cost, self.batch_cap = bands, shards, cost_model, batch_cap
+        self.on_problem = on_problem
+
+    def partition(self, model_dataset_combinations: List[Dict], work_dir: str, out_dir: str,
+                  add_cfg: Dict = {}) -> List[Config]:  # noqa: B006 (OpenCompass's signature)
+        plan = P.make_plan(model_dataset_combinations, self.bands, self.shards, self.cost, out_dir, self.batch_cap)
+        models = [m for c in model_dataset_combinations for m in c['models']]
+        datasets = [d for c in model_dataset_combinations for d in c['datasets']]
+        problems = P.check_run(models, datasets)
+        summary = P.summarize(plan, problems)
+        paths = P.write(summary, plan, os.path.join(work_dir, 'plan'))
+        print('\n' + P.to_markdown(summary) + f"\nPlan written to {paths['md']} and {paths['json']}\n", flush=True)
+        if problems and self.on_problem == 'error' and '--dry-run' not in sys.argv:
+            raise RunCheckError(
+                f'{len(problems)} problem(s) found before any task started (listed above and in {paths["md"]}); '
+                'fix them, or set on_problem=\'warn\' in the LongCtxPartitioner config to run anyway.')
+        return [Config({'models': [t.model_cfg], 'datasets': [t.dataset_cfgs], 'work_dir': work_dir, **add_cfg})
+                for t in plan['tasks']]

@@ -1,0 +1,679 @@
+"""The plan of a run, before any GPU is spent: which process loads which model, how many times, at what size.
+
+:func:`make_plan` turns a run's model x dataset combinations into inference tasks, one per (model, tier band)
+(or a few shards of a band), and costs them:
+
+* Bands. A dataset's tier is read from its config (never by building it). Each band of the tier table
+  (``TIER_BANDS``: up to 32k, 64k-128k, 256k-1m) is one task per model, so each model's engine starts once per
+  band. Datasets inside a task run shortest first.
+* Engine size (LMDeploy models, those with an ``engine_config``): ``session_len`` for the band's longest prompt
+  (tier in the model's tokens with 10% headroom for tokenizer differences, the chat template and the longest
+  generation), capped at the model's own ``max_seq_len``; ``max_batch_size`` from the KV-cache arithmetic of
+  :mod:`opencompass_longctx.models.lmdeploy` for that ``session_len`` on the declared GPU. Other models (Hugging
+  Face on a CPU) are only grouped.
+* Samples and prompt tokens: exact from the dataset caches when a dataset was built before (its build record),
+  else from the tier arithmetic of its benchmark.
+* Cost: GPU-hours from the cost model (``opencompass_longctx/configs/cost_model.py``) and the harness
+  overhead (engine starts and subprocess imports) as a share of the total.
+* Checks that need no GPU: data present for every dataset, model directories with their tokenizers,
+  ``$LONGCTX_MODEL_ROOT``; every problem in one list.
+
+``LongCtxPartitioner`` (:mod:`opencompass_longctx.partitioner`) runs this in every ``opencompass`` run and
+writes the plan next to the run (``<work_dir>/plan/``); ``longctx-plan CONFIG`` prints it without OpenCompass's
+command line.
+"""
+import copy
+import glob
+import hashlib
+import json
+import math
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+from .configs.cost_model import COST_MODEL, GPUS
+from .configs.tier_table import TIER_BANDS
+from .tiers import TierError, parse_tier
+
+SIZE_HEADROOM = 1.10       # a tier in the model's tokens: data-tokenizer tokens x 1.10 (tokenizers differ)
+TEMPLATE_TOKENS = 512      # chat template, system message and question around the context
+BATCH_CAP = 64             # largest max_batch_size the planner gives an engine
+GIB = 1024 ** 3
+
+
+class PlanError(ValueError):
+    """A run that cannot be planned (bad band list, shard count, cost-model entry)."""
+
+
+# ---------------------------------------------------------------------------------------------- datasets
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    tier_unit: int        # tokens per 'k' of a tier
+    data_tokenizer: str   # what the recorded token counts are counted in
+
+
+BENCHMARKS = {
+    'BabilongDataset': Benchmark('babilong', 1000, 'GPT-2'),
+    'LongBioDataset': Benchmark('longbio', 1024, 'the data tokenizer'),
+    'NoLiMaDataset': Benchmark('nolima', 1000, "the model's tokenizer"),
+}
+
+
+def type_name(obj) -> str:
+    """'BabilongDataset' from a class, a LazyObject or the dotted string a dumped config holds."""
+    t = obj.get('type', '') if isinstance(obj, dict) else obj
+    name = getattr(t, '__name__', None) or str(t)
+    return name.rsplit('.', 1)[-1].strip("'>")
+
+
+def benchmark_of(dataset_cfg) -> Optional[Benchmark]:
+    return BENCHMARKS.get(type_name(dataset_cfg))
+
+
+LOAD_KEYS_SKIPPED = ('type', 'abbr', 'reader_cfg', 'infer_cfg', 'eval_cfg', 'n', 'k')
+
+
+def load_kwargs(dataset_cfg) -> Dict:
+    """The keys OpenCompass passes to the dataset's ``load`` (everything but type/abbr/reader/infer/eval)."""
+    return {k: v for k, v in dict(dataset_cfg).items() if k not in LOAD_KEYS_SKIPPED}
+
+
+def build_record_key(kind: str, kwargs: Dict) -> str:
+    blob = json.dumps({'kind': kind, 'kwargs': kwargs}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def build_record_path(kind: str, kwargs: Dict) -> str:
+    from .cache import cache_root
+    return os.path.join(cache_root(), 'build_records', f'{build_record_key(kind, kwargs)}.json')
+
+
+def record_build(kind: str, kwargs: Dict, ds, tokens_column: str) -> None:
+    """Remember the rows and prompt tokens of a built dataset, keyed by its load arguments, so that a later plan
+    of a run with the same dataset is exact. Never fails a build."""
+    try:
+        from .util import atomic_write_text
+        tokens = (int(sum(ds[tokens_column])) if tokens_column in ds.column_names else None)
+        atomic_write_text(build_record_path(kind, kwargs), json.dumps(
+            {'rows': len(ds), 'prompt_tokens': tokens, 'tokens_column': tokens_column}))
+    except Exception:  # noqa: BLE001 - a record is an optimisation of the plan, never a reason to fail
+        pass
+
+
+def read_build_record(kind: str, kwargs: Dict) -> Optional[Dict]:
+    try:
+        with open(build_record_path(kind, kwargs), encoding='utf-8') as f:
+            rec = json.load(f)
+        return rec if isinstance(rec, dict) and isinstance(rec.get('rows'), int) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _estimate_rows(bench: Benchmark, d: Dict, tier_tokens: int) -> int:
+    if bench.name == 'babilong':
+        if isinstance(d.get('sample_indices'), (list, tuple)):
+            return len(d['sample_indices'])
+        if d.get('num_samples'):
+            return int(d['num_samples'])
+        source = str(d.get('sample_source', '100'))
+        if source == '1000' or (source == 'official' and tier_tokens <= 32000):
+            return 1000
+        return 100
+    if bench.name == 'longbio':
+        return int(d.get('num_samples', 800)) * (2 if d.get('cell') == 'idk' else 1)
+    # NoLiMa: pairs x haystacks x depths
+    from .nolima.needles import EXPECTED_PAIRS, resolve_variant
+    pairs = d.get('pairs')
+    if isinstance(pairs, int) and not isinstance(pairs, bool):
+        n_pairs = pairs
+    elif isinstance(pairs, (list, tuple)):
+        n_pairs = len(pairs)
+    else:
+        try:
+            n_pairs = EXPECTED_PAIRS.get(resolve_variant(d.get('needle_set', 'main')), EXPECTED_PAIRS['main'])
+        except Exception:  # noqa: BLE001 - a custom needle set: the main set's size as the estimate
+            n_pairs = EXPECTED_PAIRS['main']
+    haystacks = len(d['haystacks']) if d.get('haystacks') else 5
+    depths = (len(d['depth_indices']) if d.get('depth_indices') else
+              int(d.get('depth_intervals') or (26 if tier_tokens <= 32000 else 11)))
+    return n_pairs * haystacks * depths
+
+
+def _estimate_prompt_tokens(bench: Benchmark, d: Dict, tier_tokens: int) -> int:
+    """Tokens of one prompt (the whole user message), in the benchmark's data tokenizer."""
+    if bench.name == 'babilong':
+        return max(tier_tokens, 300)            # the tier is the whole sample; 0k holds the facts (~300 tokens)
+    if bench.name == 'longbio':
+        if not tier_tokens:
+            return 600                          # 0k: the needles and the prompt only
+        return tier_tokens - int(d.get('reserve_tokens') or 0)
+    return tier_tokens + 150                    # NoLiMa: the haystack of L tokens + needle, template, question
+
+
+@dataclass
+class DatasetLoad:
+    abbr: str
+    bench: str
+    tier: str
+    tier_tokens: int                 # the tier in the benchmark's own tokens
+    rows: int
+    prompt_tokens: int               # all rows, in the data tokenizer
+    exact: bool                      # True: from the dataset's build record; False: tier arithmetic
+    max_out_len: int
+    tokens_in: str
+    row_tokens_estimate: int         # one prompt by the tier arithmetic
+
+    @property
+    def tokens_per_row(self) -> float:
+        return self.prompt_tokens / self.rows if self.rows else 0.0
+
+    @property
+    def need_tokens(self) -> int:
+        """The longest prompt plus its answer, in the model's tokens (with headroom for tokenizer differences)."""
+        longest = max(self.tokens_per_row, self.row_tokens_estimate)
+        return int(math.ceil(longest * SIZE_HEADROOM)) + TEMPLATE_TOKENS + self.max_out_len
+
+
+def dataset_load(d: Dict, model_max_out_len: Optional[int] = None) -> DatasetLoad:
+    from opencompass.utils import dataset_abbr_from_cfg
+    bench = benchmark_of(d)
+    abbr = dataset_abbr_from_cfg(d)
+    infer = (d.get('infer_cfg') or {}).get('inferencer') or {}
+    max_out = int(infer.get('max_out_len') or model_max_out_len or 0)
+    if bench is None:
+        raise PlanError(f'{abbr}: not a dataset of this package ({type_name(d)}); LongCtxPartitioner plans '
+                        f'BABILong, LongBioBench and NoLiMa datasets (use NaivePartitioner for others)')
+    if 'tier' not in d:
+        raise PlanError(f'{abbr}: the dataset config has no tier')
+    tier = parse_tier(d['tier'])
+    tier_tokens = tier.tokens(bench.tier_unit)
+    per_row = _estimate_prompt_tokens(bench, d, tier_tokens)
+    rec = read_build_record(type_name(d), load_kwargs(d))
+    if rec and rec.get('prompt_tokens') is not None:
+        return DatasetLoad(abbr, bench.name, tier.name, tier_tokens, rec['rows'], rec['prompt_tokens'], True,
+                           max_out, bench.data_tokenizer, per_row)
+    rows = _estimate_rows(bench, d, tier_tokens)
+    return DatasetLoad(abbr, bench.name, tier.name, tier_tokens, rows, rows * per_row, False, max_out,
+                       bench.data_tokenizer, per_row)
+
+
+# ---------------------------------------------------------------------------------------------- bands
+def band_edges(bands: Optional[Sequence[str]] = None) -> List[int]:
+    """Each band's largest tier as a size (1k = 1000), ascending."""
+    names = list(TIER_BANDS if bands is None else bands)
+    if not names:
+        raise PlanError('bands must name at least one tier (each band\'s largest tier), e.g. '
+                        f"{TIER_BANDS}")
+    try:
+        edges = [parse_tier(b).sort_key for b in names]
+    except TierError as e:
+        raise PlanError(f'bad band list {names!r}: {e}') from None
+    if edges != sorted(set(edges)):
+        raise PlanError(f'bands must be increasing tiers without repeats, got {names!r}')
+    return edges
+
+
+def band_of(tier: str, edges: Sequence[int]) -> int:
+    """Index of the band that holds ``tier``; tiers above the last edge share one extra band."""
+    size = parse_tier(tier).sort_key
+    for i, e in enumerate(edges):
+        if size <= e:
+            return i
+    return len(edges)
+
+
+def band_name(i: int, edges: Sequence[int]) -> str:
+    def label(n):
+        return f'{n // 1000000}m' if n >= 1000000 and n % 1000000 == 0 else f'{n // 1000}k' if n >= 1000 else str(n)
+    if i == 0:
+        return f'<= {label(edges[0])}'
+    if i < len(edges):
+        return f'{label(edges[i - 1])}-{label(edges[i])}'
+    return f'> {label(edges[-1])}'
+
+
+# ---------------------------------------------------------------------------------------------- models
+def is_lmdeploy(model_cfg) -> bool:
+    return 'engine_config' in model_cfg
+
+
+def _table_row(model_cfg) -> Optional[Dict]:
+    from .configs.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
+    for row in LONGCTX_LMDEPLOY_MODELS:
+        if row['abbr'] == model_cfg.get('abbr'):
+            return row
+    return None
+
+
+def model_geometry(model_cfg) -> Dict:
+    """config.json of the model directory, else the geometry the shipped model table declares, else {}."""
+    path = model_cfg.get('path')
+    if path and os.path.isfile(os.path.join(path, 'config.json')):
+        with open(os.path.join(path, 'config.json'), encoding='utf-8') as f:
+            return {'config': json.load(f), 'source': 'config.json'}
+    row = _table_row(model_cfg)
+    if row and row.get('arch'):
+        return {'config': dict(row['arch']), 'source': 'model table'}
+    return {}
+
+
+def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) -> Dict:
+    """max_batch_size for ``session_len`` from the KV-cache arithmetic (the runtime preflight's), and its verdict."""
+    from .models.lmdeploy import kv_bytes_per_token, weight_bytes
+    ec = dict(model_cfg.get('engine_config') or {})
+    tp = int(ec.get('tp', 1))
+    geo = model_geometry(model_cfg)
+    out = {'session_len': session_len, 'tp': tp, 'geometry': geo.get('source')}
+    if not geo:
+        out.update(max_batch_size=int(ec.get('max_batch_size') or 1), verdict='unchecked',
+                   reason='no config.json and no declared geometry: batch size not sized')
+        return out
+    cfg = geo['config']
+    path = model_cfg.get('path') or ''
+    weights = weight_bytes(path, cfg) if os.path.isdir(path) else 2.0 * float(cfg.get('params', 0) or 0)
+    if not weights:
+        weights = weight_bytes('', cfg)
+    kvpt = kv_bytes_per_token(cfg, int(ec.get('quant_policy', 0)))
+    gpu_mem = float(model_cfg.get('gpu_memory_gib') or gpu['memory_gib']) * GIB
+    budget = float(ec.get('cache_max_entry_count', 0.8)) * max(gpu_mem - weights / tp, 0.0)
+    per_seq = kvpt * session_len / tp
+    fit = int(budget // per_seq) if per_seq else cap
+    out.update(weights_gib=weights / GIB, kv_bytes_per_token=kvpt, kv_gib_per_seq_per_gpu=per_seq / GIB,
+               kv_budget_gib_per_gpu=budget / GIB, layers=cfg.get('num_hidden_layers', cfg.get('num_layers')),
+               hidden=cfg.get('hidden_size'), weights=weights)
+    if fit < 1:
+        out.update(max_batch_size=1, verdict='does not fit',
+                   reason=f'one sequence of {session_len} tokens needs {per_seq / GIB:.1f} GiB of KV per GPU, '
+                          f'{budget / GIB:.1f} GiB available at tp={tp}: raise tp or quantise the KV cache')
+    else:
+        out.update(max_batch_size=min(fit, cap), verdict='fits')
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- cost
+def cost_model(overrides: Optional[Dict] = None) -> Dict:
+    cm = dict(COST_MODEL, **(overrides or {}))
+    unknown = set(overrides or {}) - set(COST_MODEL) - {'gpus'}
+    if unknown:
+        raise PlanError(f'unknown cost-model entries {sorted(unknown)}; known: {sorted(COST_MODEL)}')
+    gpus = dict(GPUS, **(cm.pop('gpus', None) or {}))
+    if cm['gpu'] not in gpus:
+        raise PlanError(f"unknown gpu {cm['gpu']!r}; known: {sorted(gpus)} (or add one: cost_model=dict(gpus=...))")
+    cm['gpu_spec'] = dict(gpus[cm['gpu']], name=cm['gpu'])
+    return cm
+
+
+def task_seconds(loads: Sequence[DatasetLoad], engine: Optional[Dict], cm: Dict) -> Dict[str, float]:
+    """Prefill, decode and start seconds of one task (wall time of its GPUs)."""
+    start = cm['subprocess_import_s'] + (cm['engine_start_s'] if engine else 0.0)
+    if not engine or not engine.get('layers') or not engine.get('weights'):
+        return {'start': start, 'prefill': 0.0, 'decode': 0.0, 'costed': False}
+    gpu, tp = cm['gpu_spec'], engine['tp']
+    flops_per_s = tp * gpu['bf16_tflops'] * 1e12 * cm['prefill_mfu']
+    params = engine['weights'] / 2.0
+    layers, hidden = engine['layers'], engine['hidden'] or 0
+    bw = tp * gpu['hbm_tbps'] * 1e12 * cm['decode_bw_efficiency']
+    prefill = decode = 0.0
+    batch = max(1, engine['max_batch_size'])
+    for ld in loads:
+        L = ld.tokens_per_row
+        prefill += ld.rows * (2 * params * L + 2 * layers * hidden * L * L) / flops_per_s
+        out = ld.max_out_len * cm['output_fraction']
+        batches = math.ceil(ld.rows / batch)
+        b = min(batch, ld.rows) or 1
+        decode += batches * out * (engine['weights'] + b * engine['kv_bytes_per_token'] * (L + out / 2)) / bw
+    return {'start': start, 'prefill': prefill, 'decode': decode, 'costed': True}
+
+
+# ---------------------------------------------------------------------------------------------- plan
+@dataclass
+class TaskPlan:
+    model: str
+    band: str
+    shard: int
+    shards: int
+    datasets: List[str]
+    tiers: List[str]
+    rows: int
+    prompt_tokens: int
+    exact: bool
+    gpus: int
+    engine: Optional[Dict]
+    seconds: Dict[str, float]
+    model_cfg: Dict = field(repr=False, default_factory=dict)
+    dataset_cfgs: List = field(repr=False, default_factory=list)
+
+    @property
+    def gpu_hours(self) -> float:
+        s = self.seconds
+        return max(self.gpus, 1) * (s['start'] + s['prefill'] + s['decode']) / 3600
+
+    @property
+    def overhead_gpu_hours(self) -> float:
+        return max(self.gpus, 1) * self.seconds['start'] / 3600
+
+
+def _split_shards(loads: List, n: int) -> List[List]:
+    """n groups balanced by prompt tokens (largest first into the lightest group), each shortest first."""
+    groups = [[] for _ in range(n)]
+    weight = [0] * n
+    for ld in sorted(loads, key=lambda x: (-x[1].prompt_tokens, x[1].abbr)):
+        i = weight.index(min(weight))
+        groups[i].append(ld)
+        weight[i] += ld[1].prompt_tokens
+    return [sorted(g, key=lambda x: (x[1].tokens_per_row, x[1].abbr)) for g in groups if g]
+
+
+def shard_count(shards, model_abbr: str, band: str) -> int:
+    if isinstance(shards, dict):
+        n = shards.get(model_abbr, shards.get('*', 1))
+        if isinstance(n, dict):
+            n = n.get(band, n.get('*', 1))
+    else:
+        n = shards
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise PlanError(f'shards must be a positive integer (or a dict of them by model abbr / band), got {n!r}')
+    return n
+
+
+def make_plan(combinations: Sequence[Dict], bands: Optional[Sequence[str]] = None, shards=1,
+              cost: Optional[Dict] = None, out_dir: Optional[str] = None, batch_cap: int = BATCH_CAP) -> Dict:
+    """The tasks and costs of a run. ``combinations``: ``[{'models': [...], 'datasets': [...]}]`` as OpenCompass's
+    partitioners receive them. ``out_dir``: the predictions directory (datasets already predicted are skipped)."""
+    from opencompass.utils import get_infer_output_path, model_abbr_from_cfg
+    edges = band_edges(bands)
+    cm = cost_model(cost)
+    tasks: List[TaskPlan] = []
+    skipped = []
+    for comb in combinations:
+        for model in comb['models']:
+            abbr = model_abbr_from_cfg(model)
+            by_band: Dict[int, List] = {}
+            for d in comb['datasets']:
+                if out_dir and os.path.exists(get_infer_output_path(model, d, out_dir)):
+                    skipped.append((abbr, d.get('abbr')))
+                    continue
+                ld = dataset_load(d, model.get('max_out_len'))
+                by_band.setdefault(band_of(ld.tier, edges), []).append((d, ld))
+            for bi in sorted(by_band):
+                name = band_name(bi, edges)
+                n = shard_count(shards, abbr, name)
+                groups = _split_shards(by_band[bi], min(n, len(by_band[bi])))
+                for si, group in enumerate(groups):
+                    tasks.append(_task(model, abbr, name, si, len(groups), group, cm, batch_cap))
+    return {'tasks': tasks, 'skipped': skipped, 'bands': [band_name(i, edges) for i in range(len(edges) + 1)],
+            'cost_model': cm}
+
+
+def _task(model, abbr, band, shard, shards, group, cm, batch_cap) -> TaskPlan:
+    loads = [ld for _, ld in group]
+    cfg = copy.deepcopy(model)
+    engine = None
+    if is_lmdeploy(model):
+        model_max = int(model.get('max_seq_len') or (model.get('engine_config') or {}).get('session_len') or 0)
+        need = max(ld.need_tokens for ld in loads)
+        session_len = min(model_max, need) if model_max else need
+        engine = size_engine(model, session_len, cm['gpu_spec'], batch_cap)
+        ec = dict(cfg.get('engine_config') or {})
+        ec.update(session_len=session_len, max_batch_size=engine['max_batch_size'])
+        cfg['engine_config'] = ec
+        cfg['max_seq_len'] = session_len
+        cfg['batch_size'] = engine['max_batch_size']
+    gpus = int((model.get('run_cfg') or {}).get('num_gpus', 0))
+    return TaskPlan(model=abbr, band=band, shard=shard, shards=shards, datasets=[ld.abbr for ld in loads],
+                    tiers=sorted({ld.tier for ld in loads}, key=lambda t: parse_tier(t).sort_key),
+                    rows=sum(ld.rows for ld in loads), prompt_tokens=sum(ld.prompt_tokens for ld in loads),
+                    exact=all(ld.exact for ld in loads), gpus=gpus, engine=engine,
+                    seconds=task_seconds(loads, engine, cm), model_cfg=cfg, dataset_cfgs=[d for d, _ in group])
+
+
+# ---------------------------------------------------------------------------------------------- checks
+def check_run(models: Sequence[Dict], datasets: Sequence[Dict]) -> List[Dict]:
+    """Every problem that can be found without a GPU and without building a dataset: a list of
+    ``{'problem': text, 'where': [model or dataset abbrs]}``, one entry per distinct problem."""
+    found: Dict[str, List[str]] = {}
+
+    def add(problem: str, where: str):
+        names = found.setdefault(problem, [])
+        if where not in names:
+            names.append(where)
+
+    root = os.environ.get('LONGCTX_MODEL_ROOT')
+    for m in models:
+        for p in _check_model(m):
+            add(p, m.get('abbr') or m.get('path'))
+    if not root and any(p.startswith('model directory') for p in found):
+        add('$LONGCTX_MODEL_ROOT is not set: the shipped model configs look for the models under ./models. '
+            'export LONGCTX_MODEL_ROOT=<the directory holding the model directories>', 'environment')
+    seen: Dict = {}
+    for d in datasets:
+        bench = benchmark_of(d)
+        if bench is None:
+            continue
+        try:
+            key = (bench.name, json.dumps(_check_key(bench, d), sort_keys=True, default=str))
+        except Exception:  # noqa: BLE001
+            key = (bench.name, d.get('abbr'))
+        if key not in seen:
+            seen[key] = _check_dataset(bench, d)
+        for p in seen[key]:
+            add(p, d.get('abbr'))
+    return [{'problem': p, 'where': w} for p, w in found.items()]
+
+
+def _check_model(m: Dict) -> List[str]:
+    tname = type_name(m)
+    path = m.get('path')
+    if not path or tname in ('TinyChatModel', 'BabiRuleReader'):
+        return []            # built on first use / not a language model
+    if not os.path.isdir(path):
+        if is_lmdeploy(m) or os.sep in path or path.startswith('.'):
+            return [f'model directory {path!r} does not exist']
+        return []            # a hub id: resolved from the Hugging Face cache at load time
+    problems = []
+    if not os.path.isfile(os.path.join(path, 'config.json')):
+        problems.append(f'model directory {path!r} has no config.json (not a Hugging Face model directory)')
+    tok_files = ('tokenizer.json', 'tokenizer.model', 'vocab.json', 'tokenizer_config.json', 'tiktoken.model')
+    if not any(os.path.isfile(os.path.join(path, f)) for f in tok_files):
+        problems.append(f'model directory {path!r} has no tokenizer files ({", ".join(tok_files[:3])}, ...)')
+    return problems
+
+
+def _check_key(bench: Benchmark, d: Dict):
+    keys = {'babilong': ('path', 'task', 'tier', 'sample_source', 'babi_dir', 'background_dir', 'demo_data'),
+            'longbio': ('tokenizer',),
+            'nolima': ('path', 'needle_set', 'tokenizer', 'haystacks', 'sample_data', 'haystack_tier', 'tier')}
+    return {k: d.get(k) for k in keys[bench.name]}
+
+
+def _check_tokenizer(name) -> List[str]:
+    if not name or not isinstance(name, str) or name.startswith('tiktoken:'):
+        return []
+    if (os.sep in name or name.startswith('.')) and not os.path.exists(name):
+        return [f'tokenizer {name!r} does not exist (give the evaluated model\'s tokenizer directory)']
+    if os.path.isdir(name) and not glob.glob(os.path.join(name, 'tokenizer*')) and \
+            not os.path.isfile(os.path.join(name, 'vocab.json')):
+        return [f'tokenizer directory {name!r} has no tokenizer files']
+    return []
+
+
+def _attempt(problems: List[str], check) -> bool:
+    """Run one check; an exception is a problem (reported with its full, actionable message)."""
+    try:
+        problems.extend(check() or [])
+        return True
+    except Exception as e:  # noqa: BLE001 - every problem is reported, none stops the other checks
+        problems.append(f'{type(e).__name__}: {e}')
+        return False
+
+
+def _check_dataset(bench: Benchmark, d: Dict) -> List[str]:
+    problems: List[str] = []
+    if bench.name in ('longbio', 'nolima'):
+        _attempt(problems, lambda: _check_tokenizer(d.get('tokenizer')))
+    if bench.name == 'nolima' and not d.get('sample_data'):
+        _attempt(problems, lambda: _check_nolima_files(d))
+    if bench.name == 'babilong' and not d.get('demo_data'):
+        _attempt(problems, lambda: _check_babilong_files(d))
+    return problems
+
+
+def _check_nolima_files(d: Dict) -> List[str]:
+    from .nolima import data as ndata
+    from .nolima.needles import resolve_variant
+    ns = d.get('needle_set', 'main')
+    if isinstance(ns, str) and ns.endswith('.json'):
+        if not os.path.isfile(ns):
+            return [f'needle set {ns!r} does not exist']
+    else:
+        ndata.locate([ndata.needle_relpath(resolve_variant(ns))], d.get('path'), False, None, what='the needle set')
+    L = parse_tier(d['tier']).tokens(1000)
+    hs_tier = d.get('haystack_tier', 'auto')
+    books = list(d.get('haystacks') or range(ndata.NUM_BOOKS))
+    try:
+        ndata.locate(ndata.book_relpaths('rand_shuffle' if hs_tier == 'auto' else hs_tier, books), d.get('path'),
+                     False, None, what='the books')
+    except FileNotFoundError:
+        if hs_tier != 'auto' or L <= 32000:
+            raise
+        ndata.locate(ndata.book_relpaths('rand_shuffle_long', books), d.get('path'), False, None,
+                     what='the long books')
+    return []
+
+
+def _check_babilong_files(d: Dict) -> List[str]:
+    from .babilong import data as bdata
+    from .sources import find_file, search_roots
+    tier = parse_tier(d['tier'])
+    task = d.get('task', 'qa1')
+    source = str(d.get('sample_source', '100'))
+    babi = d.get('babi_dir') or os.environ.get('BABI_DIR')
+    books = d.get('background_dir') or os.environ.get('PG19_DIR')
+    if source == 'generated' or tier.name not in bdata.PUBLISHED_TIERS:
+        missing = [f'{k} ({v!r} is not a directory)' if v else f'{k} (not set)'
+                   for k, v in (('babi_dir / $BABI_DIR', babi), ('background_dir / $PG19_DIR', books))
+                   if not (v and os.path.isdir(v))]
+        if not missing:
+            return []
+        if tier.name not in bdata.PUBLISHED_TIERS or source == 'generated':
+            return [f'BABILong {tier.name} is generated: it needs ' + ', '.join(missing)]
+    src = bdata.source_for(source, tier)
+    roots = search_roots(src, d.get('path'))
+    if not any(os.path.isdir(r) for r in roots):
+        return [f'{src.name} data ({src.hub_repo}) not found: none of ' + ', '.join(roots) + ' exists.\n'
+                + src.how_to_get]
+    bdata.check_available(task, tier, src)
+    find_file(src, bdata.file_candidates(task, tier, src), path=d.get('path'), download=False,
+              what=f'{task} at {tier.name}')
+    return []
+
+
+# ---------------------------------------------------------------------------------------------- report
+def summarize(plan: Dict, problems: Sequence[str] = ()) -> Dict:
+    """Per model and band: tasks, engine starts, GPUs, datasets, samples, tokens, engine size, GPU-hours."""
+    models: Dict[str, Dict] = {}
+    for t in plan['tasks']:
+        m = models.setdefault(t.model, {'bands': {}, 'tasks': 0, 'engine_starts': 0, 'gpu_hours': 0.0,
+                                        'overhead_gpu_hours': 0.0, 'lmdeploy': t.engine is not None})
+        b = m['bands'].setdefault(t.band, {'tasks': 0, 'engine_starts': 0, 'gpus_per_task': t.gpus, 'datasets': 0,
+                                           'samples': 0, 'prompt_tokens': 0, 'exact': True, 'tiers': set(),
+                                           'session_len': None, 'max_batch_size': None, 'verdict': None,
+                                           'reason': '', 'gpu_hours': 0.0})
+        b['tasks'] += 1
+        b['engine_starts'] += 1
+        b['datasets'] += len(t.datasets)
+        b['samples'] += t.rows
+        b['prompt_tokens'] += t.prompt_tokens
+        b['exact'] = b['exact'] and t.exact
+        b['tiers'].update(t.tiers)
+        if t.engine:
+            b['session_len'] = max(b['session_len'] or 0, t.engine['session_len'])
+            b['max_batch_size'] = t.engine['max_batch_size']
+            b['verdict'] = t.engine['verdict']
+            b['reason'] = t.engine.get('reason', '')
+        b['gpu_hours'] += t.gpu_hours
+        m['tasks'] += 1
+        m['engine_starts'] += 1
+        m['gpu_hours'] += t.gpu_hours
+        m['overhead_gpu_hours'] += t.overhead_gpu_hours
+    for m in models.values():
+        for b in m['bands'].values():
+            b['tiers'] = sorted(b['tiers'], key=lambda x: parse_tier(x).sort_key)
+    total = sum(m['gpu_hours'] for m in models.values())
+    overhead = sum(m['overhead_gpu_hours'] for m in models.values())
+    cm = {k: v for k, v in plan['cost_model'].items()}
+    return {'models': models, 'tasks': len(plan['tasks']),
+            'engine_starts': sum(m['engine_starts'] for m in models.values()),
+            'gpu_hours': total, 'overhead_gpu_hours': overhead,
+            'overhead_share': overhead / total if total else None,
+            'costed': all(t.seconds.get('costed') for t in plan['tasks'] if t.engine),
+            'skipped_already_predicted': len(plan['skipped']), 'cost_model': cm, 'problems': list(problems)}
+
+
+def _fmt_tokens(n: int) -> str:
+    return f'{n / 1e9:.2f}B' if n >= 1e9 else f'{n / 1e6:.1f}M' if n >= 1e6 else f'{n / 1e3:.1f}k' if n >= 1e3 else str(n)
+
+
+def to_markdown(summary: Dict) -> str:
+    lines = ['# Run plan', '',
+             f"{summary['tasks']} inference tasks, {summary['engine_starts']} model loads (engine starts). "
+             f"Estimated {summary['gpu_hours']:.1f} GPU-hours on {summary['cost_model']['gpu']}"
+             + (f", of which harness overhead (engine starts and subprocess imports) "
+                f"{summary['overhead_gpu_hours']:.2f} GPU-hours = {100 * summary['overhead_share']:.2f}%."
+                if summary['overhead_share'] is not None else '.'), '',
+             '| model | band | tiers | tasks | engine starts | GPUs/task | datasets | samples | prompt tokens '
+             '| session_len | max_batch_size | preflight | GPU-hours |',
+             '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+    for model, m in summary['models'].items():
+        for band, b in m['bands'].items():
+            tok = _fmt_tokens(b['prompt_tokens']) + ('' if b['exact'] else ' (est.)')
+            lines.append(f"| {model} | {band} | {', '.join(b['tiers'])} | {b['tasks']} | {b['engine_starts']} | "
+                         f"{b['gpus_per_task']} | {b['datasets']} | {b['samples']:,} | {tok} | "
+                         f"{b['session_len'] or '-'} | {b['max_batch_size'] or '-'} | {b['verdict'] or '-'} | "
+                         f"{b['gpu_hours']:.2f} |")
+        lines.append(f"| **{model}** | all | | {m['tasks']} | {m['engine_starts']} | | | | | | | | "
+                     f"**{m['gpu_hours']:.2f}** |")
+    cm = summary['cost_model']
+    gpu = cm['gpu_spec']
+    lines += ['', f"Cost model (opencompass_longctx/configs/cost_model.py, override with "
+                  f"LongCtxPartitioner(cost_model=...)): {gpu['name']} {gpu['bf16_tflops']} TFLOPS BF16, "
+                  f"{gpu['hbm_tbps']} TB/s ({gpu['source']}); prefill at {cm['prefill_mfu']:.0%} of peak, decode at "
+                  f"{cm['decode_bw_efficiency']:.0%} of HBM bandwidth, {cm['output_fraction']:.0%} of max_out_len "
+                  f"generated; engine start {cm['engine_start_s']} s; subprocess import {cm['subprocess_import_s']} s. "
+                  'Prompt tokens are exact where the dataset was built before (its build record), else "(est.)" from '
+                  'the tier arithmetic; they are counted in each benchmark\'s data tokenizer.']
+    if summary['skipped_already_predicted']:
+        lines.append(f"{summary['skipped_already_predicted']} model x dataset pairs already have predictions "
+                     'and are not planned again.')
+    reasons = [(model, band, b['reason']) for model, m in summary['models'].items()
+               for band, b in m['bands'].items() if b['reason']]
+    if reasons:
+        lines += ['', 'Engine sizing notes:'] + [f'- {m} {band}: {r}' for m, band, r in reasons]
+    lines += ['', f"Problems found without a GPU ({len(summary['problems'])}):"]
+    lines += [_problem_line(p) for p in summary['problems']] or ['- none']
+    return '\n'.join(lines) + '\n'
+
+
+def _problem_line(p: Dict) -> str:
+    where = p['where']
+    names = ', '.join(where) if len(where) <= 4 else f"{', '.join(where[:3])}, ... {where[-1]}"
+    text = p['problem'].strip().replace('\n', '\n  ')
+    return f"- [{len(where)} {'item' if len(where) == 1 else 'items'}: {names}] {text}"
+
+
+def to_json(summary: Dict, plan: Dict) -> str:
+    data = dict(summary)
+    data['task_list'] = [{k: v for k, v in asdict(t).items() if k not in ('model_cfg', 'dataset_cfgs')}
+                         | {'gpu_hours': t.gpu_hours} for t in plan['tasks']]
+    return json.dumps(data, indent=1, sort_keys=True, default=str)
+
+
+def write(summary: Dict, plan: Dict, directory: str) -> Dict[str, str]:
+    os.makedirs(directory, exist_ok=True)
+    paths = {'md': os.path.join(directory, 'longctx_plan.md'), 'json': os.path.join(directory, 'longctx_plan.json')}
+    with open(paths['md'], 'w', encoding='utf-8') as f:
+        f.write(to_markdown(summary))
+    with open(paths['json'], 'w', encoding='utf-8') as f:
+        f.write(to_json(summary, plan))
+    return paths
