@@ -18,9 +18,10 @@ from collections import defaultdict
 from datetime import datetime
 
 import mmengine
-from opencompass.summarizers.default import DefaultSummarizer, model_abbr_from_cfg_used_in_summarizer
-from opencompass.utils import dataset_abbr_from_cfg, get_infer_output_path
+from opencompass.summarizers.default import model_abbr_from_cfg_used_in_summarizer
+from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
 
+from ..summarizers.longctx import RobustSummarizer
 from ..tiers import parse_tier
 from . import metrics as nm
 from .needles import resolve_variant
@@ -45,11 +46,10 @@ def _unwrap(v):
     return v[0] if isinstance(v, list) and len(v) == 1 else v
 
 
-class NoLiMaSummarizer(DefaultSummarizer):
+class NoLiMaSummarizer(RobustSummarizer):
 
     def __init__(self, config, dataset_abbrs=None, summary_groups=None, prompt_db=None, auto_groups=True):
-        super().__init__(config, dataset_abbrs=dataset_abbrs, summary_groups=list(summary_groups or []),
-                         prompt_db=prompt_db)
+        super().__init__(config, dataset_abbrs=dataset_abbrs, summary_groups=summary_groups, prompt_db=prompt_db)
         self.nolima = []  # (abbr, variant, tier, L, dataset cfg)
         for d in self.dataset_cfgs:
             if is_nolima(d):
@@ -73,13 +73,11 @@ class NoLiMaSummarizer(DefaultSummarizer):
         return groups
 
     def _records(self, model, dataset_cfg):
-        path = get_infer_output_path(model, dataset_cfg, osp.join(self.work_dir, 'results'))
-        if not osp.exists(path):
-            return None
-        res = mmengine.load(path)
-        if 'error' in res or not res.get('details'):
-            return None
-        recs = [{k: _unwrap(d.get(k)) for k in _DETAIL_KEYS} for d in res['details']]
+        res = self.results.get(model_abbr_from_cfg(model), dataset_abbr_from_cfg(dataset_cfg))
+        details = (res or {}).get('details')
+        if not res or 'error' in res or not isinstance(details, list):
+            return None  # no result, or one that cannot be used (OpenCompass's table shows '-')
+        recs = [{k: _unwrap(d.get(k)) for k in _DETAIL_KEYS} for d in details if isinstance(d, dict)]
         return [r for r in recs if not r['over_length']]  # not applicable: left out of every aggregate
 
     def nolima_reports(self):

@@ -2,18 +2,25 @@
 
 Its summary groups are derived from the dataset abbreviations of the run (a tier added by copying a config
 shows up with no other edit); it then writes the tier table (markdown, CSV, JSON) and plots next to
-OpenCompass's own summary and prints the table. Select it with ``configs/summarizers/longctx.py``.
+OpenCompass's own summary and prints the table. The table lists every dataset of the run that failed, with the
+exception's last line and the task log (OpenCompass itself exits 0 when tasks fail); with ``fail_on_missing=True``
+(or ``LONGCTX_FAIL_ON_MISSING=1``) the ``opencompass`` command then exits with status 1. Select it with
+``configs/summarizers/longctx.py``.
 """
 import os
 from datetime import datetime
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Tuple
 
-from opencompass.summarizers import DefaultSummarizer
+from opencompass.summarizers.default import (METRIC_BLACKLIST, METRIC_WHITELIST, DefaultSummarizer,
+                                             model_abbr_from_cfg_used_in_summarizer)
 from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
 
+from .failures import Failure
 from .metrics import NOLIMA_RATIO, RULER_THRESHOLD
-from .report import ModelInfo, build, to_markdown, write
+from .report import ModelInfo, Results, build, to_markdown, write
 from .specs import BENCHMARKS, classify
+
+FAIL_ENV = 'LONGCTX_FAIL_ON_MISSING'
 
 
 def derive_summary_groups(abbrs: List[str]) -> List[Dict]:
@@ -40,11 +47,87 @@ def derive_summary_groups(abbrs: List[str]) -> List[Dict]:
     return groups
 
 
-class LongCtxSummarizer(DefaultSummarizer):
+def table_inputs(cfg) -> Tuple[List[ModelInfo], List[str], List[Tuple[str, str]]]:
+    """From a run's config: the models, the dataset abbrs, and the (model, dataset) pairs the run was meant to
+    produce (``model_dataset_combinations`` when the config has it, else every model with every dataset)."""
+    models = [ModelInfo(model_abbr_from_cfg(m), m.get('max_seq_len')) for m in cfg['models']]
+    abbrs = [dataset_abbr_from_cfg(d) for d in cfg['datasets']]
+    combos = cfg.get('model_dataset_combinations') or [dict(models=cfg['models'], datasets=cfg['datasets'])]
+    expected = [(model_abbr_from_cfg(m), dataset_abbr_from_cfg(d))
+                for c in combos for m in c['models'] for d in c['datasets']]
+    return models, abbrs, list(dict.fromkeys(expected))
+
+
+def fail_on_missing_enabled(flag: Optional[bool]) -> bool:
+    if flag is not None:
+        return bool(flag)
+    return os.environ.get(FAIL_ENV, '').strip().lower() in ('1', 'true', 'yes')
+
+
+def failure_exit(failures: Sequence[Failure], where: str) -> SystemExit:
+    """The SystemExit (status 1, message on stderr) that ends a run whose datasets failed."""
+    lines = [f'  {f.line()}' for f in failures]
+    return SystemExit(f'{len(failures)} dataset(s) of the run failed or have no usable result '
+                      f'(fail_on_missing / {FAIL_ENV}); the tier table lists them too ({where}):\n'
+                      + '\n'.join(lines))
+
+
+class RobustSummarizer(DefaultSummarizer):
+    """``DefaultSummarizer`` whose result reading survives bad files: OpenCompass 0.5.4's ``_pick_up_results``
+    with each file read once through ``Results`` (a truncated file, ``[]`` or a non-object becomes an
+    ``{'error': ...}`` entry, which OpenCompass's table shows as '-', instead of a traceback)."""
+
+    def __init__(self, config, dataset_abbrs=None, summary_groups=None, prompt_db=None) -> None:
+        super().__init__(config, dataset_abbrs=dataset_abbrs, summary_groups=list(summary_groups or []),
+                         prompt_db=prompt_db)
+        self.results = Results(self.work_dir)
+
+    def _pick_up_results(self):
+        raw_results, parsed_results, dataset_metrics = {}, {}, {}
+        for model in self.model_cfgs:
+            model_abbr = model_abbr_from_cfg_used_in_summarizer(model)
+            parsed_results.setdefault(model_abbr, {})
+            raw_results.setdefault(model_abbr, {})
+            for dataset in self.dataset_cfgs:
+                dataset_abbr = dataset_abbr_from_cfg(dataset)
+                result = self.results.get(model_abbr_from_cfg(model), dataset_abbr)
+                if result is None:
+                    continue
+                result = {k: v for k, v in result.items() if k != 'details'}
+                raw_results[model_abbr][dataset_abbr] = result
+                if 'error' in result:
+                    self.logger.warning(f'{model_abbr}/{dataset_abbr}: {result["error"]}')
+                    continue
+                scores = {m: s for m, s in result.items()
+                          if m not in METRIC_BLACKLIST and isinstance(s, (int, float))}
+                if not scores:
+                    self.logger.warning(f'unknown result format: {result}, continue')
+                    continue
+                metrics = sorted(scores, key=lambda i: METRIC_WHITELIST.index(i) if i in METRIC_WHITELIST
+                                 else len(METRIC_WHITELIST))
+                if dataset_abbr in dataset_metrics and tuple(dataset_metrics[dataset_abbr]) != tuple(metrics):
+                    self.logger.warning(f'{dataset_abbr} has different metrics: {dataset_metrics[dataset_abbr]} vs '
+                                        f'{metrics} ({model_abbr})')
+                    continue
+                dataset_metrics[dataset_abbr] = metrics
+                parsed_results[model_abbr][dataset_abbr] = scores
+        dataset_eval_mode = {}
+        for dataset in self.dataset_cfgs:
+            inferencer = dataset.get('infer_cfg', {}).get('inferencer', {}).get('type', '')
+            inferencer = inferencer if isinstance(inferencer, str) else inferencer.__name__
+            mode = next((m for key, m in (('GenInferencer', 'gen'), ('PPLInferencer', 'ppl'),
+                                          ('PPLOnlyInferencer', 'ppl'), ('LLInferencer', 'll')) if key in inferencer),
+                        'unknown')
+            dataset_eval_mode[dataset_abbr_from_cfg(dataset)] = mode
+        return raw_results, parsed_results, dataset_metrics, dataset_eval_mode
+
+
+class LongCtxSummarizer(RobustSummarizer):
 
     def __init__(self, config, dataset_abbrs: Optional[List[str]] = None, summary_groups: Optional[List] = None,
                  prompt_db=None, ruler_threshold: float = RULER_THRESHOLD, nolima_ratio: float = NOLIMA_RATIO,
-                 model_aliases: Optional[Dict[str, Dict[str, str]]] = None, plots: bool = True) -> None:
+                 model_aliases: Optional[Dict[str, Dict[str, str]]] = None, plots: bool = True,
+                 fail_on_missing: Optional[bool] = None) -> None:
         self.abbrs = [dataset_abbr_from_cfg(d) for d in config['datasets']]
         given = list(summary_groups or [])
         names = {g['name'] for g in given}
@@ -52,15 +135,21 @@ class LongCtxSummarizer(DefaultSummarizer):
         super().__init__(config, dataset_abbrs=dataset_abbrs, summary_groups=groups, prompt_db=prompt_db)
         self.ruler_threshold, self.nolima_ratio = ruler_threshold, nolima_ratio
         self.model_aliases, self.plots = model_aliases, plots
+        self.fail_on_missing = fail_on_missing_enabled(fail_on_missing)
 
     def summarize(self, output_path: str = None,
                   time_str: str = datetime.now().strftime('%Y%m%d_%H%M%S')):  # noqa: B008 (as OpenCompass)
         super().summarize(output_path=output_path, time_str=time_str)
-        models = [ModelInfo(model_abbr_from_cfg(m), m.get('max_seq_len')) for m in self.model_cfgs]
-        report = build(self.work_dir, models, self.abbrs, self.ruler_threshold, self.nolima_ratio,
-                       self.model_aliases)
+        models, abbrs, expected = table_inputs(self.cfg)
+        report = build(self.work_dir, models, abbrs, self.ruler_threshold, self.nolima_ratio,
+                       self.model_aliases, expected=expected, results=self.results)
         out_dir = os.path.dirname(output_path) if output_path else os.path.join(self.work_dir, 'summary')
-        paths = write(report, out_dir, f'longctx_{time_str}', self.plots, self.work_dir)
+        paths = write(report, out_dir, f'longctx_{time_str}', self.plots)
         print('\nLong-context tier table\n\n' + to_markdown(report))
         self.logger.info(f'long-context tier table: {paths}')
+        if report['failures']:
+            self.logger.warning(f'{len(report["failures"])} dataset(s) failed or have no usable result: '
+                                + '; '.join(f.line() for f in report['failures']))
+            if self.fail_on_missing:
+                raise failure_exit(report['failures'], paths['md'])
         return report

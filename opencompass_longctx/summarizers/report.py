@@ -10,16 +10,19 @@ and is left out of means; a dataset with no result is shown as missing.
 import csv
 import io
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import __version__
 from ..tiers import parse_tier, sort_tiers
 from .metrics import NOLIMA_RATIO, RULER_THRESHOLD, effective_length, mean_with_ci, nolima_threshold
-from .specs import BENCHMARKS, Bench, Cell, classify
+from .failures import Failure, find_failures
+from .specs import BENCHMARKS, Bench, Cell, bench_by_name, classify
 
 _DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
+DEPTH_BINS = 10
 
 
 @dataclass
@@ -62,15 +65,62 @@ def _first(v):
     return v[0] if isinstance(v, list) and v else v
 
 
-def read_result(work_dir: str, model: str, abbr: str) -> Optional[dict]:
-    path = os.path.join(work_dir, 'results', model, f'{abbr}.json')
+def _preview(v, limit: int = 40) -> str:
+    text = json.dumps(v)[:limit]
+    return f'{text}... ({type(v).__name__})' if len(text) == limit else f'{text} ({type(v).__name__})'
+
+
+def read_result(path: str) -> Optional[dict]:
+    """A result file as a dict; None when there is none; ``{'error': why, 'unreadable': True}`` when it cannot
+    be parsed or is not a JSON object (a truncated file, ``[]``)."""
     if not os.path.isfile(path):
         return None
     try:
         with open(path, encoding='utf-8') as f:
-            return json.load(f)
+            res = json.load(f)
     except (OSError, ValueError) as e:
-        return {'error': f'unreadable result file ({e})'}
+        return {'error': f'unreadable result file {path} ({e})', 'unreadable': True}
+    if not isinstance(res, dict):
+        return {'error': f'result file {path} holds {_preview(res)}, not a JSON object', 'unreadable': True}
+    return res
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def table_problem(res: dict, metric: str) -> Optional[str]:
+    """Why a parsed result cannot make a table cell (a score, counts or details of the wrong type), or None."""
+    counts = _first(res.get('counts'))
+    if counts not in (None, [], {}):
+        if not isinstance(counts, dict):
+            return f'counts is {_preview(counts)}, not an object'
+        for key in ('n', 'over_length'):
+            v = counts.get(key, 0)
+            if not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+                return f'counts.{key} is {_preview(v)}, not a whole number'
+    details = res.get('details')
+    if details is not None and not (isinstance(details, list) and all(isinstance(d, dict) for d in details)):
+        return f'details is {_preview(details)}, not a list of per-sample objects'
+    if metric in res and not _number(res[metric]):
+        return f'{metric} is {_preview(res[metric])}, not a number'
+    return None
+
+
+class Results:
+    """The result files of one run (``<work_dir>/results/<model>/<abbr>.json``), each read at most once."""
+
+    def __init__(self, work_dir: str):
+        self.work_dir = work_dir
+        self._memo: Dict[tuple, Optional[dict]] = {}
+
+    def path(self, model: str, abbr: str) -> str:
+        return os.path.join(self.work_dir, 'results', model, f'{abbr}.json')
+
+    def get(self, model: str, abbr: str) -> Optional[dict]:
+        if (model, abbr) not in self._memo:
+            self._memo[(model, abbr)] = read_result(self.path(model, abbr))
+        return self._memo[(model, abbr)]
 
 
 def _detail_value(d: dict, key: str):
@@ -107,9 +157,28 @@ def paper_base(bench: Bench, read, model: str, abbrs: Sequence[str]) -> Optional
         return None
 
 
+def depth_bins(results: Sequence[Optional[dict]], bins: int = DEPTH_BINS) -> Optional[List[List[int]]]:
+    """[[correct, n] per needle-depth bin] over the per-sample details that record a depth in [0, 1] (over-length
+    samples left out); None when no sample has one."""
+    grid = [[0, 0] for _ in range(bins)]
+    any_depth = False
+    for res in results:
+        for d in (res or {}).get('details') or []:
+            depth, correct = _detail_value(d, 'depth'), _detail_value(d, 'correct')
+            if not _number(depth) or correct is None or _detail_value(d, 'over_length'):
+                continue
+            b = min(max(int(depth * bins), 0), bins - 1)
+            grid[b][0] += bool(correct)
+            grid[b][1] += 1
+            any_depth = True
+    return grid if any_depth else None
+
+
 def task_cell(bench: Bench, res: Optional[dict], tier: str, model: ModelInfo, notes: List[str],
-              abbr: str) -> Cell:
+              abbr: str, failure: Optional[Failure] = None) -> Cell:
     tier_tokens = parse_tier(tier).tokens(bench.tier_unit)
+    if failure is not None and failure.stage in ('infer', 'eval') and failure.log:
+        return Cell(status='failed', reason=f'{abbr}: {failure.stage} failed: {failure.reason} (log: {failure.log})')
     if res is None:
         if model.max_seq_len and tier_tokens > model.max_seq_len:
             return Cell(status='n/a', reason=f'tier ({tier_tokens} tokens) > max_seq_len {model.max_seq_len}')
@@ -117,7 +186,7 @@ def task_cell(bench: Bench, res: Optional[dict], tier: str, model: ModelInfo, no
     if 'error' in res:
         return Cell(status='missing', reason=f'{abbr}: {res["error"]}')
     counts = _first(res.get('counts')) or {}
-    n = int(counts.get('n', len(res.get('details', [])) or 0))
+    n = int(counts.get('n', len(res.get('details') or [])))
     over = int(counts.get('over_length', 0))
     if n and over >= n:
         return Cell(status='n/a', n=n, reason=f'all {n} samples longer than the model can hold')
@@ -130,50 +199,73 @@ def task_cell(bench: Bench, res: Optional[dict], tier: str, model: ModelInfo, no
     return Cell(score=float(res[bench.metric]), n=n - over, reason=f'{over} over-length' if over else '')
 
 
+def _bad_status(cells: Sequence[Cell]) -> str:
+    """The status of a mean over cells that are not all ok: a failure shows first, then N/A, then missing."""
+    return next(s for s in ('failed', 'n/a', 'missing') if any(c.status == s for c in cells))
+
+
 def row_cell(row_tasks: Sequence[str], cells: Dict[str, Cell], partial_ok: bool = False) -> Cell:
+    total = len(row_tasks)
     missing = [t for t in row_tasks if t not in cells]
     if partial_ok and len(missing) < len(row_tasks):
         row_tasks, missing = [t for t in row_tasks if t in cells], []
     if missing:
         return Cell(status='missing', reason=f'not run: {", ".join(missing)}')
-    na = [t for t in row_tasks if cells[t].status == 'n/a']
-    if na:
-        return Cell(status='n/a', reason='; '.join(f'{t}: {cells[t].reason}' for t in na))
     bad = [t for t in row_tasks if cells[t].status != 'ok']
     if bad:
-        return Cell(status='missing', reason='; '.join(cells[t].reason for t in bad))
+        status = _bad_status([cells[t] for t in bad])
+        return Cell(status=status, reason='; '.join(cells[t].reason if status == 'missing' else
+                                                    f'{t}: {cells[t].reason}' for t in bad
+                                                    if cells[t].status == status))
     mean, ci, n = mean_with_ci([(cells[t].score, cells[t].n) for t in row_tasks])
-    return Cell(score=mean, ci95=ci, n=n, tasks={t: cells[t].score for t in row_tasks})
+    return Cell(score=mean, ci95=ci, n=n, tasks={t: cells[t].score for t in row_tasks},
+                cells_used=len(row_tasks), cells_total=total)
 
 
 def rows_mean_cell(parts: Sequence[Cell], names: Sequence[str]) -> Cell:
     """The mean of other rows of the same tier (e.g. LongBioBench's mean of its three categories)."""
     bad = [(n, c) for n, c in zip(names, parts) if c.status != 'ok']
     if bad:
-        status = 'n/a' if any(c.status == 'n/a' for _, c in bad) else 'missing'
-        return Cell(status=status, reason='; '.join(f'{n}: {c.reason}' for n, c in bad))
+        return Cell(status=_bad_status([c for _, c in bad]), reason='; '.join(f'{n}: {c.reason}' for n, c in bad))
     k = len(parts)
     ci = (None if any(c.ci95 is None for c in parts)
           else (sum(c.ci95 ** 2 for c in parts)) ** 0.5 / k)
     return Cell(score=sum(c.score for c in parts) / k, ci95=ci, n=sum(c.n for c in parts),
-                tasks={n: c.score for n, c in zip(names, parts)})
+                tasks={n: c.score for n, c in zip(names, parts)},
+                cells_used=sum(c.cells_used for c in parts), cells_total=sum(c.cells_total for c in parts))
 
 
 def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
           ruler_threshold: float = RULER_THRESHOLD, nolima_ratio: float = NOLIMA_RATIO,
-          model_aliases: Optional[Dict[str, Dict[str, str]]] = None) -> dict:
-    """The report as plain data: {'tiers', 'rows': [RowResult...], 'notes', ...}."""
+          model_aliases: Optional[Dict[str, Dict[str, str]]] = None,
+          expected: Optional[Sequence[Tuple[str, str]]] = None, results: Optional[Results] = None) -> dict:
+    """The report as plain data: {'tiers', 'rows': [RowResult...], 'notes', 'failures', ...}.
+
+    ``expected``: the (model abbr, dataset abbr) pairs the run was meant to produce (all datasets of the run,
+    not only the table's); each one without a usable result is listed in 'failures' with the reason read from
+    the run's task logs. None: no failure detection. ``results``: a reader shared with the caller (each result
+    file is read once).
+    """
     found = classify(abbrs, all_abbrs=True)
+    bench_of = {a: bench_by_name(b) for b, by_tier in found.items() for t in by_tier.values() for c in t.values()
+                for a in c}
     aliases = load_aliases(model_aliases)
-    memo: Dict[tuple, Optional[dict]] = {}
+    results = results or Results(work_dir)
 
-    def result(model: str, abbr: str) -> Optional[dict]:  # each result file is read once per report
-        if (model, abbr) not in memo:
-            memo[(model, abbr)] = read_result(work_dir, model, abbr)
-        return memo[(model, abbr)]
+    def result(model: str, abbr: str) -> Optional[dict]:  # parsed, and fit for the table when it is one of its own
+        res = results.get(model, abbr)
+        if res is not None and 'error' not in res and abbr in bench_of:
+            problem = table_problem(res, bench_of[abbr].metric)
+            if problem:
+                return {'error': f'unusable result file {results.path(model, abbr)}: {problem}', 'unreadable': True}
+        return res
 
+    failures = find_failures(work_dir, expected, result) if expected is not None else []
+    failed = {(f.model, f.dataset): f for f in failures}
     notes: List[str] = []
+    partial: Dict[str, None] = {}
     rows: List[RowResult] = []
+    depth: Dict[str, Dict[str, Dict[str, List[List[int]]]]] = {}
     all_tiers = sort_tiers({t for b in found.values() for t in b})
     for model in models:
         for bench in BENCHMARKS:
@@ -185,8 +277,12 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
                                       cands[0]) for task, cands in found[bench.name][tier].items()}
                     for tier in tiers}
             task_cells = {tier: {task: task_cell(bench, result(model.abbr, abbr), tier, model,
-                                                 notes, abbr)
+                                                 notes, abbr, failed.get((model.abbr, abbr)))
                                  for task, abbr in mine[tier].items()} for tier in tiers}
+            for tier in tiers:
+                grid = depth_bins([result(model.abbr, a) for a in mine[tier].values()])
+                if grid:
+                    depth.setdefault(bench.name, {}).setdefault(model.abbr, {})[tier] = grid
             refs = load_references(bench.name)
             pub_name = aliases.get(bench.name, {}).get(model.abbr)
             done: Dict[str, Dict[str, Cell]] = {}
@@ -202,6 +298,11 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
                              for tier in tiers}
                 else:
                     cells = {tier: row_cell(row.tasks, task_cells[tier], row.partial_ok) for tier in tiers}
+                    for tier, c in cells.items():
+                        if c.cells_used < c.cells_total:
+                            left = ', '.join(t for t in row.tasks if t not in c.tasks)
+                            partial[f'{bench.name} {row.name} at {tier}: the mean of {c.cells_used} of its '
+                                    f'{c.cells_total} cells (not run at this tier: {left})'] = None
                 done[row.name] = cells
                 if all(c.status == 'missing' and c.reason.startswith('not run') for c in cells.values()):
                     continue  # the run has no dataset of this row at any tier
@@ -232,39 +333,79 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
     return {'tiers': all_tiers, 'rows': rows, 'notes': sorted(set(notes)), 'package_version': __version__,
             'ruler_threshold': ruler_threshold, 'nolima_ratio': nolima_ratio,
             'models_without_published_counterpart': unmatched,
+            'failures': failures, 'partial': list(partial), 'depth': depth,
+            'bench_tiers': {b: sort_tiers(by_tier) for b, by_tier in found.items()},
             'references': {b.name: (load_references(b.name) or {}).get('source') for b in BENCHMARKS
                            if b.name in found}}
 
 
+def _legend(report: dict) -> List[str]:
+    ratio, ruler = report['nolima_ratio'], report['ruler_threshold']
+    bases = '; '.join(f'{b.name} {", ".join(b.base_tiers)}' for b in BENCHMARKS
+                      if b.name in report['references'] and not b.paper_base)
+    return [
+        '',
+        'How to read this table:',
+        '- A tier column is the score (%) at that context length, ± the half-width of its 95% confidence interval '
+        '(binomial per dataset). A tier is a token budget: 1k = 1000 tokens for BABILong and NoLiMa (NoLiMa counts '
+        "in the model's own tokenizer), 1024 for LongBioBench; 250 and 500 are NoLiMa's short lengths.",
+        '- N/A: the model cannot hold that tier (the tier is above its max_seq_len, or every prompt was longer than '
+        'it can take). N/A is left out of the mean, and it ends an effective-length run.',
+        '- -: no result (not run for this model, or its result file cannot be used: the reason is listed below).',
+        '- FAIL: the dataset\'s task failed; its exception and task log are listed above, under "Failed or missing".',
+        '- (k/n) after a score: a mean over k of the n datasets the row has (the others were not run at that '
+        'tier, e.g. LongBioBench cells too big for it); see "Partial rows".',
+        '- mean: the mean over the tiers; * = over the tiers with a result only (some are missing or failed).',
+        f'- base (thr): the model\'s short-context base score and the threshold {ratio:g} x base. NoLiMa rows use '
+        'the paper\'s base (for each needle pair the best of 250, 500 and 1k, averaged over pairs); other rows the '
+        f'best score at their benchmark\'s base tiers ({bases or "none in this run"}).',
+        f'- eff. len (NoLiMa {100 * ratio:g}% base): the longest tier such that it and every shorter tier in the '
+        'table score >= thr.',
+        f'- eff. len (RULER >= {ruler:g}): the same with a fixed threshold of {ruler:g} (RULER: Llama-2-7B\'s score '
+        'at 4k).',
+        '- <X (e.g. <0k, <1k): the first tier, X, already scores below the threshold. An effective length of - : '
+        'nothing to judge (no base score, or no result).',
+        '- published / measured - published: the authors\' number for the model\'s published counterpart, and the '
+        'difference.',
+    ]
+
+
 def to_markdown(report: dict, with_ci: bool = True) -> str:
     tiers = report['tiers']
-    head = ['model', 'benchmark', 'row'] + tiers + ['mean', 'eff. len (NoLiMa 85% base)',
+    ratio = report['nolima_ratio']
+    head = ['model', 'benchmark', 'row'] + tiers + ['mean', 'base (thr)', f'eff. len (NoLiMa {100 * ratio:g}% base)',
                                                     f'eff. len (RULER >= {report["ruler_threshold"]:g})']
     lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
     for r in report['rows']:
         eff_n, eff_r = r.effective['nolima'], r.effective['ruler']
         cells = [r.cells[t].text(with_ci) if t in r.cells else '' for t in tiers]
         mean = '-' if r.mean is None else f'{r.mean:.1f}' + ('*' if r.mean_note else '')
+        base = ('-' if eff_n['base'] is None else f'{eff_n["base"]:.1f}'
+                + ('' if eff_n['threshold'] is None else f' ({eff_n["threshold"]:.1f})'))
         lines.append('| ' + ' | '.join([r.model, r.bench, r.row] + cells + [
-            mean, eff_n['contiguous'] or '-', eff_r['contiguous'] or '-']) + ' |')
+            mean, base, eff_n['contiguous'] or '-', eff_r['contiguous'] or '-']) + ' |')
         if r.published_name:
             pub = [f'{r.published[t]:g}' if t in r.published else '' for t in tiers]
             diff = [f'{r.cells[t].score - r.published[t]:+.1f}' if t in r.published and t in r.cells
                     and r.cells[t].status == 'ok' else '' for t in tiers]
-            lines.append('| ' + ' | '.join(['', '', f'published: {r.published_name}'] + pub + ['', '', '']) + ' |')
-            lines.append('| ' + ' | '.join(['', '', 'measured - published'] + diff + ['', '', '']) + ' |')
+            lines.append('| ' + ' | '.join(['', '', f'published: {r.published_name}'] + pub + [''] * 4) + ' |')
+            lines.append('| ' + ' | '.join(['', '', 'measured - published'] + diff + [''] * 4) + ' |')
     out = '\n'.join(lines)
     counts = [f'{r.model}/{r.bench}/{r.row}/{t}: n={c.n}' for r in report['rows'] for t, c in r.cells.items()
               if c.status == 'ok']
     na = [f'{r.model}/{r.bench}/{r.row}/{t}: {c.status.upper()} ({c.reason})' for r in report['rows']
-          for t, c in r.cells.items() if c.status != 'ok']
-    foot = ['', 'Cells: mean score (%) ± half-width of the 95% confidence interval (binomial, per task). '
-            'N/A: the model cannot hold that tier (excluded from means); -: no result. '
-            '* mean over the tiers with results.']
+          for t, c in r.cells.items() if c.status in ('n/a', 'missing')]  # FAIL: listed with its exception above
+    foot = []
+    if report.get('failures'):
+        foot += ['', 'Failed or missing (datasets of the run without a usable result):']
+        foot += [f'- {f.line()}' for f in report['failures']]
+    if report.get('partial'):
+        foot += ['', 'Partial rows:'] + [f'- {x}' for x in report['partial']]
+    foot += _legend(report)
     if counts:
-        foot.append('Samples per cell: ' + '; '.join(counts))
+        foot += ['', 'Samples per cell: ' + '; '.join(counts)]
     if na:
-        foot += ['', 'Not applicable / missing:'] + [f'- {x}' for x in na]
+        foot += ['', 'Not applicable / missing cells:'] + [f'- {x}' for x in na]
     if report['notes']:
         foot += ['', 'Notes:'] + [f'- {x}' for x in report['notes']]
     for bench, src in report['references'].items():
@@ -277,7 +418,7 @@ def to_csv(report: dict) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(['model', 'benchmark', 'row', 'tier', 'score', 'ci95', 'n', 'status', 'reason', 'published',
-                'published_name', 'diff'])
+                'published_name', 'diff', 'cells_used', 'cells_total'])
     for r in report['rows']:
         for t in report['tiers']:
             if t not in r.cells:
@@ -287,17 +428,19 @@ def to_csv(report: dict) -> str:
             w.writerow([r.model, r.bench, r.row, t, '' if c.score is None else round(c.score, 4),
                         '' if c.ci95 is None else round(c.ci95, 4), c.n, c.status, c.reason,
                         '' if pub is None else pub, r.published_name or '',
-                        '' if pub is None or c.score is None else round(c.score - pub, 4)])
+                        '' if pub is None or c.score is None else round(c.score - pub, 4),
+                        c.cells_used or '', c.cells_total or ''])
     return buf.getvalue()
 
 
 def to_json(report: dict) -> str:
     data = dict(report)
     data['rows'] = [asdict(r) for r in report['rows']]
+    data['failures'] = [asdict(f) for f in report.get('failures', [])]
     return json.dumps(data, indent=1, sort_keys=True)
 
 
-def write(report: dict, out_dir: str, stem: str, plots: bool = True, work_dir: Optional[str] = None) -> Dict[str, str]:
+def write(report: dict, out_dir: str, stem: str, plots: bool = True) -> Dict[str, str]:
     os.makedirs(out_dir, exist_ok=True)
     paths = {}
     for ext, text in (('md', to_markdown(report)), ('csv', to_csv(report)), ('json', to_json(report))):
@@ -306,5 +449,5 @@ def write(report: dict, out_dir: str, stem: str, plots: bool = True, work_dir: O
             f.write(text)
     if plots:
         from .plots import plot_report
-        paths['plots'] = plot_report(report, os.path.join(out_dir, f'{stem}_plots'), work_dir)
+        paths['plots'] = plot_report(report, os.path.join(out_dir, f'{stem}_plots'))
     return paths

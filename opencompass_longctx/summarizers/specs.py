@@ -97,16 +97,21 @@ class Cell:
     score: Optional[float] = None
     ci95: Optional[float] = None
     n: int = 0
-    status: str = 'ok'          # ok | n/a | missing
+    status: str = 'ok'          # ok | n/a | missing | failed (a task log holds the failure)
     reason: str = ''
     tasks: Dict[str, float] = field(default_factory=dict)
+    cells_used: int = 0         # a row's mean: over how many of the datasets it has (0: not a mean of datasets)
+    cells_total: int = 0
 
     def text(self, with_ci: bool = False) -> str:
         if self.status == 'n/a':
             return 'N/A'
+        if self.status == 'failed':
+            return 'FAIL'
         if self.status == 'missing' or self.score is None:
             return '-'
-        return f'{self.score:.1f}' + (f' ±{self.ci95:.1f}' if with_ci and self.ci95 is not None else '')
+        return (f'{self.score:.1f}' + (f' ±{self.ci95:.1f}' if with_ci and self.ci95 is not None else '')
+                + (f' ({self.cells_used}/{self.cells_total})' if self.cells_used < self.cells_total else ''))
 
 
 def classify(abbrs: Sequence[str], all_abbrs: bool = False):

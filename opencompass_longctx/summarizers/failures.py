@@ -1,0 +1,153 @@
+"""Which datasets of a finished run failed, and why, read from the run's task logs (no OpenCompass import).
+
+OpenCompass exits 0 when a task fails; the exception sits in the task's log, ``<run>/logs/infer/<model>/<abbr>.out``
+or ``logs/eval/...``, where ``<abbr>`` is the first dataset of the task (a task may hold several datasets). For
+every (model, dataset) pair the run was meant to produce that has no usable result, this finds the stage that
+failed (no predictions: inference; predictions but no result: evaluation), the log of the task that held the
+dataset, and the exception's last line in it.
+"""
+import glob
+import os
+import re
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+_TASK = re.compile(r'Task \[([^\]]*)\]')                         # OpenICLInferTask's first line
+_PROGRESS = re.compile(r'Progress of This Task --> Models: \d+/\d+, Datasets: (\d+)/\d+')
+_LOG_LINE = re.compile(r'^\d\d/\d\d \d\d:\d\d:\d\d - ')           # an OpenCompass logger line
+_HEAD = _TAIL = 1 << 16                                          # bytes read from each end of a log
+MAX_REASON = 300
+
+
+@dataclass
+class Failure:
+    model: str
+    dataset: str
+    stage: str                  # 'infer' | 'eval' | 'result' (the result file exists but cannot be used)
+    reason: str
+    log: Optional[str] = None   # the task log (or the unusable result file): the run directory joined with its path
+
+    def line(self) -> str:
+        if self.stage == 'result':  # the reason names the file
+            return f'{self.model}/{self.dataset}: {self.reason}'
+        where = f' (log: {self.log})' if self.log else ''
+        return f'{self.model}/{self.dataset}: {self.stage} failed: {self.reason}{where}'
+
+
+def _read_ends(path: str) -> Tuple[str, str]:
+    with open(path, 'rb') as f:
+        head = f.read(_HEAD)
+        size = f.seek(0, os.SEEK_END)
+        f.seek(max(size - _TAIL, 0))
+        tail = f.read()
+    return head.decode('utf-8', 'replace'), tail.decode('utf-8', 'replace')
+
+
+def last_exception(text: str) -> Optional[str]:
+    """The exception line of the last traceback in ``text`` ('Type: message', continuation lines joined),
+    or None when there is no traceback."""
+    lines = text.splitlines()
+    starts = [i for i, ln in enumerate(lines) if ln.startswith('Traceback (most recent call last):')]
+    if not starts:
+        return None
+    i = starts[-1] + 1
+    while i < len(lines) and (not lines[i].strip() or lines[i][:1].isspace()):
+        i += 1  # the frames: indented lines
+    msg = []
+    while i < len(lines) and lines[i].strip() and not _LOG_LINE.match(lines[i]):
+        msg.append(lines[i].strip())
+        i += 1
+    text = ' '.join(msg)
+    return text if len(text) <= MAX_REASON else text[:MAX_REASON - 1] + '…'
+
+
+def _prediction_exists(run: str, model: str, abbr: str) -> bool:
+    base = os.path.join(run, 'predictions', model, abbr)
+    return os.path.isfile(base + '.json') or os.path.isfile(base + '_0.json')
+
+
+class _Logs:
+    """The task logs of one run, each read at most once."""
+
+    def __init__(self, run: str):
+        self.run = run
+        self._ends: Dict[str, Tuple[str, str]] = {}
+
+    def ends(self, path: str) -> Tuple[str, str]:
+        if path not in self._ends:
+            self._ends[path] = _read_ends(path)
+        return self._ends[path]
+
+    def infer_log(self, model: str, abbr: str) -> Tuple[Optional[str], Optional[int], List[str]]:
+        """(log path, position of the dataset in its task, the task's entries) of the infer task that held it."""
+        me = f'{model}/{abbr}'
+        direct = os.path.join(self.run, 'logs', 'infer', model, f'{abbr}.out')
+        paths = [direct] if os.path.isfile(direct) else []
+        paths += sorted(p for p in glob.glob(os.path.join(self.run, 'logs', 'infer', '*', '*.out')) if p != direct)
+        for path in paths:
+            m = _TASK.search(self.ends(path)[0])
+            entries = m.group(1).split(',') if m else []
+            if me in entries:
+                return path, entries.index(me), entries
+            if path == direct and not m:
+                return path, None, []  # the task died before it logged its datasets
+        return None, None, []
+
+    def eval_log(self, model: str, abbr: str, order: Sequence[str]) -> Tuple[Optional[str], List[str]]:
+        """(log path, the datasets before this one in its task) of the eval task that held the dataset. Eval logs
+        do not list their datasets, and OpenCompass's partitioners chunk a model's datasets in config order, so
+        it is the log named after the dataset or after the nearest dataset before it that has a log."""
+        folder = os.path.join(self.run, 'logs', 'eval', model)
+        order = list(order) if abbr in order else [abbr]
+        at = order.index(abbr)
+        for i in range(at, -1, -1):
+            path = os.path.join(folder, f'{order[i]}.out')
+            if os.path.isfile(path):
+                return path, order[i:at]
+        return None, []
+
+
+def usable(res: Optional[dict]) -> bool:
+    return res is not None and 'error' not in res
+
+
+def find_failures(run: str, expected: Sequence[Tuple[str, str]], result: Callable[[str, str], Optional[dict]]
+                  ) -> List[Failure]:
+    """A Failure for every expected (model abbr, dataset abbr) pair without a usable result, in ``expected``'s
+    order. ``result(model, abbr)`` returns the result dict, ``{'error': why}`` or None (as ``Results.get``)."""
+    logs = _Logs(run)
+    order: Dict[str, List[str]] = {}
+    for model, abbr in expected:
+        order.setdefault(model, []).append(abbr)
+    out = []
+    for model, abbr in dict.fromkeys(expected):
+        res = result(model, abbr)
+        if usable(res):
+            continue
+        if res is not None and res.get('unreadable'):
+            out.append(Failure(model, abbr, 'result', str(res['error']),
+                               os.path.join(run, 'results', model, f'{abbr}.json')))
+            continue
+        before: List[str] = []  # the dataset of the same task where it stopped, when that came first
+        if not _prediction_exists(run, model, abbr):
+            stage, (path, pos, entries) = 'infer', logs.infer_log(model, abbr)
+            if pos is not None:
+                m = list(_PROGRESS.finditer(logs.ends(path)[1]))  # the dataset the task was on when it stopped
+                at = int(m[-1].group(1)) - 1 if m else pos
+                before = [entries[at].split('/', 1)[-1]] if 0 <= at < pos else []
+        else:
+            stage, (path, chunk) = 'eval', logs.eval_log(model, abbr, order[model])
+            before = [a for a in chunk if not usable(result(model, a))][:1]  # it stops at the first failure
+        exc = last_exception(logs.ends(path)[1]) if path else None
+        if res is not None:  # OpenCompass's evaluator wrote {'error': ...} instead of a score
+            reason = str(res['error'])
+        elif path is None:
+            reason = 'no result and no task log (the run was interrupted, or the task never started)'
+        elif exc is None:
+            reason = 'no result, and the task log shows no exception (was the task killed?)'
+        elif before:
+            reason = f'not reached: its task stopped at {before[0]} with {exc}'
+        else:
+            reason = exc
+        out.append(Failure(model, abbr, stage, reason, path))
+    return out
