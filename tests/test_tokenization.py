@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from opencompass_longctx.tokenization import (DEFAULT_TOKENIZER, GPT2_TOKENIZER, TokenizerError,
@@ -43,3 +45,81 @@ def test_hf_tokenizer_directory(tiny_model_dir):
 def test_missing_tokenizer_is_a_clear_error(name):
     with pytest.raises(TokenizerError):
         get_tokenizer(name)
+
+
+# ---------------------------------------------------------------------------------------------- Qwen2
+MULTILINGUAL = (
+    'Mary went to the kitchen at 7:45, then walked 12,345 steps (3.5 km) to the office.\n\n'
+    '我们在北京大学学习了三年，2019年毕业。数字：1234567890。\n'
+    '東京都は日本の首都です。カタカナ、ひらがな、漢字を使います。\n'
+    '서울은 대한민국의 수도이며 인구는 약 9,400,000명입니다.\n'
+    'Москва — столица России; население 13 млн человек.\n'
+    'Η Αθήνα είναι η πρωτεύουσα της Ελλάδας.  العربية لغة جميلة. हिन्दी भाषा। ภาษาไทยง่าย\n'
+    '    indented    with    runs\t\tof\t\twhitespace   \n\n\n\r\nWindows line\r\nend\r\n'
+    "She'S sure they'LL come; it's 'quoted' and DON'T. Café vs cafe\u0301 (NFC!), Å vs A\u030a, ﬁ.\n"
+    'Emoji 😀👍🏽 and math ∑∞≠½ and full-width ０１２ and e\u0301\u0323\n')
+
+
+def _real_text():
+    """Text from the installed OpenCompass package: prompts in several languages (MGSM: bn, de, es, fr, ja, ru,
+    sw, te, th, zh; C-Eval, CMMLU: Chinese), code and English (GSM8K, HumanEval)."""
+    import glob
+    import opencompass
+    root = os.path.join(os.path.dirname(opencompass.__file__), 'configs', 'datasets')
+    parts = [MULTILINGUAL]
+    for sub in ('mgsm', 'ceval', 'cmmlu', 'flores', 'gsm8k', 'humaneval'):
+        for f in sorted(glob.glob(os.path.join(root, sub, '*.py'))):
+            with open(f, encoding='utf-8') as fh:
+                parts.append(fh.read())
+    text = '\n'.join(parts)
+    assert '<|' not in text  # no special-token text: named tiktoken tokenizers read it as plain text
+    assert sum(ord(c) > 0x2e80 for c in text) > 5000  # CJK and other scripts, really there
+    return text
+
+
+@pytest.fixture(scope='module')
+def qwen_dir(tmp_path_factory):
+    from opencompass_longctx.qwen_tokenizer_dir import build
+    return build(str(tmp_path_factory.mktemp('tok') / 'qwen2.5'))
+
+
+def test_qwen2_named_tokenizer_is_offline_and_pinned():
+    from opencompass_longctx.tokenization import QWEN2_TOKENIZER, QWEN_VOCAB, qwen_vocab_file
+    from opencompass_longctx.util import sha256_file
+    assert sha256_file(qwen_vocab_file()) == QWEN_VOCAB[2]
+    tok = get_tokenizer(QWEN2_TOKENIZER)
+    assert (tok.name, tok.kind, tok.engine) == ('tiktoken:qwen2', 'tiktoken', 'tiktoken')
+    # ids of Qwen2's vocabulary ('Hello' 9707, ' world' 1879); special-token text is plain text
+    assert tok.encode('Hello world') == [9707, 1879]
+    assert tok.decode(tok.encode('a <|im_end|> b')) == 'a <|im_end|> b'
+    assert tok.decode([151645]) == '<|im_end|>'
+    # Qwen2 splits digits one by one (cl100k groups up to three)
+    assert len(tok.encode('1234567')) == 7
+    # the NFC normaliser: a decomposed accent is counted as the composed character
+    assert tok.encode('cafe\u0301') == tok.encode('café')
+    assert tok.fingerprint != get_tokenizer(None).fingerprint
+
+
+def test_qwen2_ids_equal_hf_tokenizers_built_from_the_same_vocabulary(qwen_dir):
+    """tiktoken:qwen2 == our Qwen2.5-style HF directory == transformers' own .tiktoken conversion, on real text."""
+    from tokenizers import normalizers
+    from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+    from opencompass_longctx.tokenization import QWEN2_ADDED_TOKENS, QWEN2_PATTERN, qwen_vocab_file
+    text = _real_text()
+    named = get_tokenizer('tiktoken:qwen2').encode(text)
+    hf_dir = get_tokenizer(qwen_dir, twin=False)
+    assert hf_dir.engine == 'hf'
+    assert hf_dir.encode(text) == named
+    conv = TikTokenConverter(vocab_file=qwen_vocab_file(), pattern=QWEN2_PATTERN,
+                             additional_special_tokens=[t for _, t, _ in QWEN2_ADDED_TOKENS]).converted()
+    conv.normalizer = normalizers.NFC()
+    fast = PreTrainedTokenizerFast(tokenizer_object=conv)
+    assert fast(text, add_special_tokens=False)['input_ids'] == named
+    # the directory is a working chat tokenizer: Qwen2.5's chat template and special tokens
+    from transformers import AutoTokenizer
+    at = AutoTokenizer.from_pretrained(qwen_dir)
+    chat = at.apply_chat_template([{'role': 'user', 'content': 'Hi'}], tokenize=False, add_generation_prompt=True)
+    assert chat == ('<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.'
+                    '<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n')
+    assert at.eos_token == '<|im_end|>' and at.convert_tokens_to_ids('<|im_end|>') == 151645 and len(at) == 151665

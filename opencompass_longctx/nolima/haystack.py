@@ -131,11 +131,11 @@ class BookTokens:
         return min(cands, key=lambda x: (abs(x - position), x))
 
 
-def _line_break_table(tokenizer, ids: np.ndarray) -> Tuple[np.ndarray, Optional[np.ndarray]]:
-    """For the unique ids: whether each decodes (alone) to a string with a newline, and (tiktoken) its byte length."""
-    if tokenizer.kind == 'tiktoken':
-        enc = tokenizer._impl
-        pieces = [enc.decode_single_token_bytes(int(t)) for t in ids]
+def _line_break_table(tokenizer, ids: np.ndarray, byte_exact: bool) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+    """For the unique ids: whether each decodes (alone) to a string with a newline, and (byte-exact tokenizers)
+    its byte length."""
+    if byte_exact:
+        pieces = [tokenizer.token_bytes(int(t)) for t in ids]
         # A lone b'\n' byte is never swallowed by the UTF-8 'replace' handler, so testing the bytes is the
         # same as testing decode([t]).
         return (np.array([b'\n' in p for p in pieces], dtype=bool),
@@ -151,7 +151,7 @@ def preprocess(path: str, tokenizer) -> Dict[str, np.ndarray]:
     if tokens.size == 0:
         raise NoLiMaError(f'{path}: the book is empty')
     uniq, inverse = np.unique(tokens, return_inverse=True)
-    is_lb, nbytes = _line_break_table(tokenizer, uniq)
+    is_lb, nbytes = _line_break_table(tokenizer, uniq, tokenizer.byte_exact(text))
     line_breaks = np.flatnonzero(is_lb[inverse])
     if line_breaks.size == 0 or line_breaks[0] != 0:
         line_breaks = np.concatenate([[0], line_breaks])  # index 0 is always a line-break token
