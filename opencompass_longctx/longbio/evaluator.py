@@ -3,9 +3,29 @@ import json
 import os
 
 from opencompass.openicl.icl_evaluator import BaseEvaluator
+from opencompass.utils import get_logger
 
 from .. import __version__, overlength
+from ..models.prefill import is_prefilled
 from .scoring import MODES, ScoringError, score_cell, truncate_for
+
+
+def prefix_sent(origin_prompt, prefix: str):
+    """Whether the model continued the answer prefix: its chat prompt ends with a prefilled message (the package's
+    model wrappers, :mod:`opencompass_longctx.models.prefill`), or its plain-text prompt (a base model's) ends
+    with the prefix. None when the prompt is not known (a direct ``score()`` call)."""
+    if origin_prompt is None:
+        return None
+    if isinstance(origin_prompt, str):
+        return origin_prompt.rstrip().endswith(prefix.rstrip())
+    return is_prefilled(origin_prompt)
+
+
+def prefix_summary(sent) -> str:
+    known = {s for s in sent if s is not None}
+    if not known:
+        return 'unknown'
+    return 'mixed' if len(known) > 1 else ('continued' if known == {True} else 'dropped')
 
 
 class LongBioEvaluator(BaseEvaluator):
@@ -17,6 +37,11 @@ class LongBioEvaluator(BaseEvaluator):
       model path; True / False force it. Never applied in strict mode.
     * ``headline``: the sub-metric reported as ``accuracy`` for citation ('answer', 'citation', 'both';
       default compat 'citation', strict 'both') and idk ('answer', 'refusal', 'both'; default 'both').
+
+    The authors prefill the assistant turn with an answer prefix. Each detail says whether this row's model
+    continued it (``answer_prefix``: True, False, or None when OpenCompass gave no prompt), and
+    ``scoring['answer_prefix']`` sums it up: 'continued', 'dropped' (a wrapper that drops a final assistant turn,
+    as OpenCompass's own do: not the authors' protocol), 'mixed' or 'unknown'.
 
     Only ``accuracy`` is numeric at the top level (one summary row per dataset); the sub-metrics, counts and
     scoring settings sit in nested entries of the results file. Samples whose prompt the model could not hold
@@ -36,8 +61,9 @@ class LongBioEvaluator(BaseEvaluator):
         out = getattr(self, '_out_dir', None)
         return os.path.basename(os.path.dirname(out)) if out else None
 
-    def score(self, predictions, references, test_set):
+    def score(self, predictions, references, test_set, origin_prompt=None):
         predictions = overlength.check_predictions(predictions, len(references), len(test_set), ScoringError)
+        sent = [prefix_sent(p, x) for p, x in zip(origin_prompt or [None] * len(test_set), test_set['prefix'])]
         data_mode, task, cell = test_set['mode'][0], test_set['task'][0], test_set['cell'][0]
         mode = self.mode or data_mode
         model = self._model_name()
@@ -49,7 +75,13 @@ class LongBioEvaluator(BaseEvaluator):
         keep = [i for i, s in enumerate(samples) if s not in over]
         labels, rows, depths = test_set['label'], test_set['row'], test_set['needle_depths']
         out = {'headline': None, 'scoring': {'mode': mode, 'data_mode': data_mode, 'cell': cell, 'model': model,
-                                             'authors_truncation': truncate}, 'package_version': __version__}
+                                             'authors_truncation': truncate, 'answer_prefix': prefix_summary(sent)},
+               'package_version': __version__}
+        if False in sent:
+            get_logger().warning(
+                f'{cell}: {sent.count(False)} of {len(sent)} prompts lost the answer prefix (the model wrapper drops '
+                'a final assistant turn, as OpenCompass\'s chat wrappers do; the authors prefill it). Use '
+                'opencompass_longctx.models.hf.LongCtxHFChatModel or models.lmdeploy.LongCtxTurboMindModel.')
         details = [{'pred': None, 'answer': ref, 'correct': False, 'over_length': True} for ref in references]
         counts = {'samples': 0, 'rows': 0, 'correct': 0, 'invalid_predictions': 0}
         if keep:
@@ -63,5 +95,7 @@ class LongBioEvaluator(BaseEvaluator):
             out.update(accuracy=res['accuracy'], headline=res['headline'], submetrics=res['submetrics'])
             counts = res['counts']
         out['counts'] = dict(counts, samples=len(set(samples)), n=len(set(samples)), over_length=len(over))
+        for d, s in zip(details, sent):
+            d['answer_prefix'] = s
         out['details'] = details
         return out

@@ -21,6 +21,8 @@ from typing import Dict, Optional
 
 from opencompass.models import TurboMindModelwithChatTemplate
 
+from . import prefill
+
 KV_BYTES = {0: 2.0, 8: 1.0, 4: 0.5}  # quant_policy -> bytes per cached value
 
 
@@ -179,12 +181,14 @@ class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
     """``TurboMindModelwithChatTemplate`` that validates and preflights before loading (see module doc).
 
     Extra arguments: ``preflight`` (default True), ``gpu_memory_gib`` (plan for a GPU of that size instead of
-    asking torch).
+    asking torch), ``continue_final_message`` (default True: a prompt whose last ``BOT`` turn has text, such as
+    LongBioBench's answer prefix, is rendered as a continuation of that message, see
+    :mod:`opencompass_longctx.models.prefill`; False drops the prefix as OpenCompass does).
     """
 
     def __init__(self, path: str, engine_config: Optional[Dict] = None, backend: str = 'turbomind',
                  max_seq_len: Optional[int] = None, tokenizer_only: bool = False, preflight: bool = True,
-                 gpu_memory_gib: Optional[float] = None, **kwargs):
+                 gpu_memory_gib: Optional[float] = None, continue_final_message: bool = True, **kwargs):
         engine_config = dict(engine_config or {})
         if max_seq_len and 'session_len' not in engine_config:
             engine_config['session_len'] = max_seq_len
@@ -199,3 +203,6 @@ class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
                 None if gpu_memory_gib is None else gpu_memory_gib * 1024 ** 3, cfg)
         super().__init__(path=path, engine_config=engine_config, backend=backend, max_seq_len=max_seq_len,
                          tokenizer_only=tokenizer_only, **kwargs)
+        self.continue_final_message = bool(continue_final_message)
+        if self.continue_final_message:
+            prefill.enable(self)
