@@ -7,34 +7,18 @@ the same cache, when ``babi_dir`` and ``background_dir`` are given (or ``$BABI_D
 import hashlib
 import json
 import os
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Optional
 
 from opencompass.datasets.base import BaseDataset
 
 from .. import parallel
 from ..cache import DatasetCache, make_key
 from ..sources import DataNotFoundError, find_file
-from ..tiers import Tier, parse_tier
+from ..tiers import parse_tier
 from ..tokenization import GPT2_TOKENIZER, get_tokenizer
 from . import data as bdata
-from .prompts import format_prompt, prompt_parts
-
-
-def build_rows(records: Iterable[Tuple[int, Dict]], task: str, tier: Tier, parts: Dict[str, str], tokenizer,
-               source_name: str, variant: str) -> Iterator[Dict]:
-    """Dataset rows from ``(index, {input, question, target[, generation]})`` records."""
-    tier_tokens = tier.tokens(1000)
-    for i, r in records:
-        prompt = format_prompt(r['input'], r['question'], parts)
-        row = {
-            'prompt': prompt, 'target': r['target'], 'question': r['question'], 'task': task, 'tier': tier.name,
-            'tier_tokens': tier_tokens, 'index': i,
-            'prompt_tokens': tokenizer.count(prompt), 'count_tokenizer': tokenizer.name,
-            'prompt_variant': variant, 'sample_source': source_name,
-        }
-        if 'generation' in r:
-            row['generation'] = json.dumps(r['generation'], sort_keys=True)
-        yield row
+from .build import build_rows, generated_rows
+from .prompts import prompt_parts
 
 
 def _file_records(path: str, indices, num_samples: Optional[int]):
@@ -50,41 +34,6 @@ def _file_records(path: str, indices, num_samples: Optional[int]):
     if wanted is not None and taken < len(wanted) and (num_samples is None or taken < num_samples):
         raise bdata.BabilongDataError(f'{path}: sample_indices ask for rows the file does not have '
                                       f'({taken} of {len(wanted)} found)')
-
-
-class _GeneratedRows:
-    """Generated samples made into dataset rows, in one process (a build worker or this one)."""
-
-    def __init__(self, gen, task: str, tier: Tier, parts: Dict[str, str], tokenizer: str, fingerprint: str,
-                 variant: str):
-        self.gen, self.task, self.tier, self.parts, self.variant = gen, task, tier, parts, variant
-        self.tok = parallel.load_tokenizer(tokenizer, fingerprint)
-
-    def rows(self, chunk: List[Tuple[int, int]]) -> List[Dict]:
-        records = ((i, self.gen.make(self.task, self.tier, i, story)) for i, story in chunk)
-        return list(build_rows(records, self.task, self.tier, self.parts, self.tok, 'generated', self.variant))
-
-
-def _generated_chunk(state: _GeneratedRows, chunk) -> List[Dict]:
-    return state.rows(chunk)
-
-
-def generated_rows(gen, task: str, tier: Tier, samples: int, parts: Dict[str, str], tokenizer, variant: str,
-                   num_proc: int = 1) -> Iterator[Dict]:
-    """Rows of ``samples`` generated samples, made by up to ``num_proc`` processes (the same rows for any
-    ``num_proc``)."""
-    items = list(enumerate(gen.questions(task, tier, samples)))
-    workers, size = parallel.plan(len(items), num_proc, max(tier.tokens(1000), 1000),
-                                  parallel.MIN_PARALLEL_TOKENS, parallel.CHUNK_TOKENS)
-    bar = parallel.progress(len(items), f'BABILong {task} {tier.name} (generating, {workers} '
-                                        f'process{"es" * (workers > 1)})')
-    try:
-        for rows in parallel.ordered_map(_generated_chunk, parallel.chunks(items, size), _GeneratedRows,
-                                         (gen, task, tier, parts, tokenizer.name, tokenizer.fingerprint, variant),
-                                         workers, size=len, bar=bar):
-            yield from rows
-    finally:
-        bar.close()
 
 
 def _progress(it, total: Optional[int], desc: str):

@@ -1,0 +1,60 @@
+"""BABILong dataset rows: from file records or from the generator, in one process or several (no OpenCompass
+import, so a build worker starts quickly). :func:`..dataset.load_babilong` caches what these yield."""
+import json
+from typing import Dict, Iterable, Iterator, List, Tuple
+
+from .. import parallel
+from ..tiers import Tier
+from .prompts import format_prompt
+
+
+def build_rows(records: Iterable[Tuple[int, Dict]], task: str, tier: Tier, parts: Dict[str, str], tokenizer,
+               source_name: str, variant: str) -> Iterator[Dict]:
+    """Dataset rows from ``(index, {input, question, target[, generation]})`` records."""
+    tier_tokens = tier.tokens(1000)
+    for i, r in records:
+        prompt = format_prompt(r['input'], r['question'], parts)
+        row = {
+            'prompt': prompt, 'target': r['target'], 'question': r['question'], 'task': task, 'tier': tier.name,
+            'tier_tokens': tier_tokens, 'index': i,
+            'prompt_tokens': tokenizer.count(prompt), 'count_tokenizer': tokenizer.name,
+            'prompt_variant': variant, 'sample_source': source_name,
+        }
+        if 'generation' in r:
+            row['generation'] = json.dumps(r['generation'], sort_keys=True)
+        yield row
+
+
+class _GeneratedRows:
+    """Generated samples made into dataset rows, in one process (a build worker or this one)."""
+
+    def __init__(self, gen, task: str, tier: Tier, parts: Dict[str, str], tokenizer: str, fingerprint: str,
+                 variant: str):
+        self.gen, self.task, self.tier, self.parts, self.variant = gen, task, tier, parts, variant
+        self.tok = parallel.load_tokenizer(tokenizer, fingerprint)
+
+    def rows(self, chunk: List[Tuple[int, int]]) -> List[Dict]:
+        records = ((i, self.gen.make(self.task, self.tier, i, story)) for i, story in chunk)
+        return list(build_rows(records, self.task, self.tier, self.parts, self.tok, 'generated', self.variant))
+
+
+def _generated_chunk(state: _GeneratedRows, chunk) -> List[Dict]:
+    return state.rows(chunk)
+
+
+def generated_rows(gen, task: str, tier: Tier, samples: int, parts: Dict[str, str], tokenizer, variant: str,
+                   num_proc: int = 1) -> Iterator[Dict]:
+    """Rows of ``samples`` generated samples, made by up to ``num_proc`` processes (the same rows for any
+    ``num_proc``)."""
+    items = list(enumerate(gen.questions(task, tier, samples)))
+    workers, size = parallel.plan(len(items), num_proc, max(tier.tokens(1000), 1000),
+                                  parallel.MIN_PARALLEL_TOKENS, parallel.CHUNK_TOKENS)
+    bar = parallel.progress(len(items), f'BABILong {task} {tier.name} (generating, {workers} '
+                                        f'process{"es" * (workers > 1)})')
+    try:
+        for rows in parallel.ordered_map(_generated_chunk, parallel.chunks(items, size), _GeneratedRows,
+                                         (gen, task, tier, parts, tokenizer.name, tokenizer.fingerprint, variant),
+                                         workers, size=len, bar=bar):
+            yield from rows
+    finally:
+        bar.close()

@@ -1,0 +1,129 @@
+"""NoLiMa split rows: one (pair, haystack) block at a time, in one process or several (no OpenCompass import,
+so a build worker starts quickly). :func:`..dataset.load_nolima` validates the parameters into a
+:class:`SplitPlan` and caches what :func:`build_rows` yields."""
+import json
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import numpy as np
+
+from .. import parallel
+from ..parallel import load_tokenizer
+from . import haystack as hs
+from .needles import CHAR, Pair
+from .prompts import TASK_TEMPLATE, build_prompt
+
+# Parallel builds (parallel.plan), in haystack tokens: a row is a slice of a tokenised book (~100M tokens/s),
+# so a split under MIN_PARALLEL_TOKENS in all is built in one process; a chunk holds at most CHUNK_TOKENS.
+MIN_PARALLEL_TOKENS = 200_000_000
+CHUNK_TOKENS = 4_000_000
+
+
+@dataclass
+class SplitPlan:
+    """Everything one NoLiMa split is made of, validated by :func:`load_nolima`. Picklable: a build worker
+    gets the books as paths (tokenised once, in the book cache) and the tokenizer by name."""
+    pairs: List[Pair]
+    book_paths: List[str]
+    book_indices: List[int]
+    L: int
+    tier: str
+    depths: List[float]
+    depth_indices: Optional[List[int]]
+    placement: str
+    static_depth: Optional[float]
+    shift: int
+    base_seed: int
+    variant: str
+    needle_file: str
+    haystack_tier: str
+    tokenizer: str
+    fingerprint: str
+    canonical: bool
+
+    @property
+    def blocks(self) -> int:
+        """(pair, haystack) blocks, in row order: every depth of one pair in one book."""
+        return len(self.pairs) * len(self.book_paths)
+
+
+class _Blocks:
+    """The rows of a plan's (pair, haystack) blocks, in one process."""
+
+    def __init__(self, plan: SplitPlan):
+        self.plan = plan
+        self.tok = load_tokenizer(plan.tokenizer, plan.fingerprint)
+        self.books = [hs.load_book(p, self.tok) for p in plan.book_paths]
+        self.memo: Dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        if text not in self.memo:
+            self.memo[text] = len(self.tok.encode(text))
+        return self.memo[text]
+
+    def rows(self, block: int) -> Iterator[Dict]:
+        P, count = self.plan, self.count
+        pair = P.pairs[block // len(self.books)]
+        h, book = P.book_indices[block % len(self.books)], self.books[block % len(self.books)]
+        L = P.L
+        wanted_depths = None if P.depth_indices is None else set(P.depth_indices)
+        template = pair.task_template or TASK_TEMPLATE
+        seed = P.base_seed + pair.group + h
+        rng = np.random.RandomState(seed)  # = np.random.seed(seed) + the global legacy generator
+        for di, d in enumerate(P.depths):
+            d = float(d)
+            name = str(rng.choice(pair.character_set)) if pair.has_char else ''
+            needle = pair.needle.replace(CHAR, name) if pair.has_char else pair.needle
+            question = pair.question.replace(CHAR, name) if pair.has_char else pair.question
+            dd = -1.0
+            if pair.distractor is not None:
+                dd = hs.draw_distractor_depth(rng, d, L)  # drawn even when the depth is not emitted
+            if wanted_depths is not None and di not in wanted_depths:
+                continue
+            if P.placement == 'standard':
+                pl = hs.place(book, needle, L, d, P.shift)
+            else:
+                pl = hs.place_static(book, needle, L, d, P.static_depth)
+            text, anchored = pl.text, True
+            if pair.distractor is not None:
+                ins = hs.insert_distractor(book, pl, needle, pair.distractor, dd, P.shift)
+                text, anchored = ins.text, ins.anchored
+            prompt = build_prompt(text, question, pair.task_template)
+            gold = [name] if pair.has_char else list(pair.gold_answers)
+            approx = (L + count(template.format(haystack='', question=question)) + count(' ' + needle + '\n')
+                      + (count(' ' + pair.distractor + '\n') if pair.distractor is not None else 0))
+            yield {
+                'prompt': prompt, 'answer': gold[0], 'gold_answers': json.dumps(gold, ensure_ascii=False),
+                'question': question, 'needle': needle, 'character': name,
+                'pair': pair.name, 'entry_id': pair.entry_id, 'group': pair.group, 'test_id': pair.test_id,
+                'question_type': pair.question_type, 'order': pair.order,
+                'reasoning_type': pair.reasoning_type, 'variant': P.variant, 'needle_set': P.needle_file,
+                'haystack': book.name, 'haystack_index': h, 'haystack_tier': P.haystack_tier,
+                'context_length': L, 'tier': P.tier, 'depth': d, 'depth_index': di,
+                'needle_token_depth': pl.needle_depth, 'window_start': pl.start, 'line_break': pl.line_break,
+                'placement': P.placement, 'distractor': pair.distractor or '', 'distractor_depth': dd,
+                'distractor_anchored': anchored,
+                'seed': seed, 'length_tokenizer': P.tokenizer, 'canonical_length': P.canonical,
+                'prompt_tokens_approx': approx,
+            }
+
+
+def _rows_of_blocks(blocks: _Blocks, span: Tuple[int, int]) -> List[Dict]:
+    return [row for b in range(*span) for row in blocks.rows(b)]
+
+
+def build_rows(plan: SplitPlan, num_proc: int = 1) -> Iterator[Dict]:
+    """The split's rows in (pair, haystack, depth) order, made by up to ``num_proc`` processes (the same rows
+    for any ``num_proc``)."""
+    rows_per_block = len(plan.depths) if plan.depth_indices is None else len(plan.depth_indices)
+    workers, size = parallel.plan(plan.blocks, num_proc, rows_per_block * plan.L, MIN_PARALLEL_TOKENS,
+                                  CHUNK_TOKENS)
+    spans = [(a, min(a + size, plan.blocks)) for a in range(0, plan.blocks, size)]
+    bar = parallel.progress(plan.blocks * rows_per_block,
+                            f'NoLiMa {plan.tier} ({workers} process{"es" * (workers > 1)})')
+    try:
+        for rows in parallel.ordered_map(_rows_of_blocks, spans, _Blocks, (plan,), workers,
+                                         size=lambda span: (span[1] - span[0]) * rows_per_block, bar=bar):
+            yield from rows
+    finally:
+        bar.close()
