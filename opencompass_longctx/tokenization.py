@@ -135,8 +135,11 @@ class Tokenizer:
     """
 
     def __init__(self, name: str, kind: str, fingerprint: str, enc=None, hf=None, nfc: bool = False,
-                 added: Optional[Dict[str, int]] = None, rank_to_id=None, spec: Tuple = (None, True)):
-        self.name, self.kind, self.fingerprint = name, kind, fingerprint
+                 added: Optional[Dict[str, int]] = None, rank_to_id=None, spec: Tuple = (None, True), lazy=None):
+        self.name, self.kind, self.fingerprint, self._spec = name, kind, fingerprint, spec
+        if lazy is not None:  # the engine is built on first use (see __getattr__)
+            self._lazy = lazy
+            return
         self.engine = 'hf' if enc is None else ('tiktoken' if kind == 'tiktoken' else 'tiktoken-twin')
         self._enc, self._hf, self._nfc = enc, hf, nfc
         self._added = added or {}
@@ -144,8 +147,17 @@ class Tokenizer:
         self._added_rx = re.compile('|'.join(re.escape(t) for t in sorted(self._added, key=len, reverse=True))
                                     ) if self._added else None
         self._rank_to_id = rank_to_id  # numpy array (twin whose ranks are not its ids) or None
-        self._spec = spec
         self._tb = None
+
+    def __getattr__(self, attr):  # only for attributes not set yet: a lazy tokenizer's engine
+        lazy = self.__dict__.get('_lazy')
+        if lazy is None or attr.startswith('__'):
+            raise AttributeError(attr)
+        loaded = lazy()
+        del self.__dict__['_lazy']
+        for k, v in loaded.__dict__.items():
+            self.__dict__.setdefault(k, v)
+        return getattr(self, attr)
 
     def __reduce__(self):  # pickles as its name: a worker process loads it (once) by name
         return (_from_spec, self._spec)
@@ -263,7 +275,8 @@ class Tokenizer:
         return self.decode(ids).encode('utf-8')
 
     def __repr__(self):
-        return f'Tokenizer({self.name!r}, engine={self.engine}, fingerprint={self.fingerprint[:12]})'
+        engine = self.__dict__.get('engine', 'not loaded yet')
+        return f'Tokenizer({self.name!r}, engine={engine}, fingerprint={self.fingerprint[:12]})'
 
 
 def _load_tiktoken(name: str) -> Tokenizer:
@@ -319,7 +332,29 @@ _HF_FILES = ('tokenizer.json', 'tokenizer.model', 'vocab.json', 'merges.txt', 't
              'special_tokens_map.json', 'added_tokens.json', 'vocab.txt', 'tiktoken.model')
 
 
+def _hf_files_digest(src: str) -> Optional[str]:
+    files = [os.path.join(src, f) for f in _HF_FILES if src and os.path.isfile(os.path.join(src, f))]
+    if not files:
+        return None
+    h = hashlib.sha256(b'hf:')
+    for f in files:
+        h.update(os.path.basename(f).encode() + sha256_file(f).encode())
+    return h.hexdigest()
+
+
 def _load_hf(name: str, twin: bool) -> Tokenizer:
+    """A local directory is fingerprinted from its files and loaded on first use (a cached dataset needs only
+    the fingerprint); a hub id is loaded now."""
+    if os.path.isdir(name):
+        name = os.path.abspath(name)
+        fp = _hf_files_digest(name)
+        if fp is None:
+            raise TokenizerError(f'{name} is not a tokenizer directory: it holds none of {", ".join(_HF_FILES)}')
+        return Tokenizer(name, 'hf', fp, spec=(name, twin), lazy=functools.partial(_open_hf, name, twin, fp))
+    return _open_hf(name, twin, None)
+
+
+def _open_hf(name: str, twin: bool, fingerprint: Optional[str]) -> Tokenizer:
     from transformers import AutoTokenizer
     try:
         tok = AutoTokenizer.from_pretrained(name, trust_remote_code=True)
@@ -329,21 +364,15 @@ def _load_hf(name: str, twin: bool) -> Tokenizer:
             f'cannot load tokenizer {name!r} ({where}): {type(e).__name__}: {e}. Give a local tokenizer '
             f"directory, a 'tiktoken:<encoding>' name, or None for the offline default "
             f'({DEFAULT_TOKENIZER}).') from e
-    h = hashlib.sha256(b'hf:')
-    src = name if os.path.isdir(name) else os.path.dirname(getattr(tok, 'vocab_file', '') or '')
-    files = [os.path.join(src, f) for f in _HF_FILES if src and os.path.isfile(os.path.join(src, f))]
-    if files:
-        for f in files:
-            h.update(os.path.basename(f).encode() + sha256_file(f).encode())
-    else:  # hub tokenizer without files we can see: fingerprint its vocabulary
-        h.update(repr(sorted(tok.get_vocab().items())).encode())
-    spec = (name, twin)
-    name = os.path.abspath(name) if os.path.isdir(name) else name
+    if fingerprint is None:
+        fingerprint = _hf_files_digest(os.path.dirname(getattr(tok, 'vocab_file', '') or ''))
+    if fingerprint is None:  # hub tokenizer without files we can see: fingerprint its vocabulary
+        fingerprint = hashlib.sha256(b'hf:' + repr(sorted(tok.get_vocab().items())).encode()).hexdigest()
     if twin:
-        made = make_twin(tok, name, h.hexdigest(), spec)
+        made = make_twin(tok, name, fingerprint, (name, twin))
         if made is not None:
             return made
-    return Tokenizer(name, 'hf', h.hexdigest(), hf=tok, spec=spec)
+    return Tokenizer(name, 'hf', fingerprint, hf=tok, spec=(name, twin))
 
 
 # ---------------------------------------------------------------------------------------------- exact twins
@@ -481,11 +510,11 @@ PROBE_TEXT = (
 
 
 def _probe(ranks: Dict[bytes, int]) -> str:
-    """PROBE_TEXT plus a fixed sample of 3,000 vocabulary entries, glued (1,500) and space-separated."""
+    """PROBE_TEXT plus a fixed sample of up to 3,000 vocabulary entries, glued and space-separated."""
     tokens = sorted(ranks, key=ranks.__getitem__)
     sample = tokens[::max(1, len(tokens) // 3000)][:3000]
-    glued = b''.join(sample[:1500]).decode('utf-8', errors='replace')
-    spaced = b' '.join(sample[1500:]).decode('utf-8', errors='replace')
+    glued = b''.join(sample).decode('utf-8', errors='replace')
+    spaced = b' '.join(sample).decode('utf-8', errors='replace')
     return PROBE_TEXT + glued + '\n' + spaced + '\n' + PROBE_TEXT
 
 
@@ -498,8 +527,11 @@ def make_twin(hf_tok, name: str, fingerprint: str, spec: Tuple) -> Optional[Toke
         pattern, ranks, ids, nfc, added = twin_parts(tj)
         import numpy as np
         import tiktoken
-        enc = tiktoken.Encoding(name=f'longctx_twin_{fingerprint[:12]}', pat_str=pattern, mergeable_ranks=ranks,
-                                special_tokens={})
+        try:
+            enc = tiktoken.Encoding(name=f'longctx_twin_{fingerprint[:12]}', pat_str=pattern, mergeable_ranks=ranks,
+                                    special_tokens={})
+        except ValueError as e:  # e.g. a split regex tiktoken's regex engine does not accept
+            raise TwinUnsupported(f'tiktoken refuses it: {e}') from e
         twin = Tokenizer(name, 'hf', fingerprint, enc=enc, hf=hf_tok, nfc=nfc, added=added,
                          rank_to_id=None if ids is None else np.asarray(ids, dtype=np.int64), spec=spec)
         twin._twin_decode_is_bytes = (not getattr(hf_tok, 'clean_up_tokenization_spaces', False)

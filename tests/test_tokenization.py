@@ -123,3 +123,116 @@ def test_qwen2_ids_equal_hf_tokenizers_built_from_the_same_vocabulary(qwen_dir):
     assert chat == ('<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.'
                     '<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n')
     assert at.eos_token == '<|im_end|>' and at.convert_tokens_to_ids('<|im_end|>') == 151645 and len(at) == 151665
+
+
+# ---------------------------------------------------------------------------------------------- twins
+def _save_hf(tok, out, **kw):
+    """A tokenizers.Tokenizer saved as a Hugging Face tokenizer directory."""
+    from transformers import PreTrainedTokenizerFast
+    PreTrainedTokenizerFast(tokenizer_object=tok, **kw).save_pretrained(str(out))
+    return str(out)
+
+
+def _byte_level_bpe(merges, vocab_extra=(), normalizer=None, pre_tokenizer=None, permute_ids=False):
+    """A byte-level BPE (GPT-2 byte alphabet) with the given merges; ids permuted on request."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    tokens = alphabet + [a + b for a, b in merges] + list(vocab_extra)
+    ids = list(range(len(tokens)))
+    if permute_ids:
+        ids = ids[::-1]  # merges no longer in id order: the twin maps its ranks to these ids
+    tok = Tokenizer(models.BPE(vocab=dict(zip(tokens, ids)), merges=list(merges)))
+    tok.pre_tokenizer = pre_tokenizer or pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    if normalizer is not None:
+        tok.normalizer = normalizer
+    return tok
+
+
+WORD_MERGES = [('t', 'h'), ('Ġ', 'th'), ('e', 'r'), ('Ġth', 'e'), ('i', 'n'), ('Ġ', 'w'), ('o', 'n'), ('a', 'n')]
+
+
+@pytest.mark.parametrize('which', ['qwen', 'tiny', 'permuted'])
+def test_twin_is_exact_and_records_its_engine(which, qwen_dir, tiny_model_dir, tmp_path):
+    import pickle
+    import numpy as np
+    path = {'qwen': qwen_dir, 'tiny': tiny_model_dir,
+            'permuted': None}[which] or _save_hf(_byte_level_bpe(WORD_MERGES, permute_ids=True), tmp_path / 'p')
+    twin, hf = get_tokenizer(path), get_tokenizer(path, twin=False)
+    assert (twin.engine, hf.engine, twin.kind) == ('tiktoken-twin', 'hf', 'hf')
+    assert twin.fingerprint == hf.fingerprint  # same ids, same data: the same cache keys
+    if which == 'permuted':
+        assert twin._rank_to_id is not None
+    text = _real_text() if which == 'qwen' else MULTILINGUAL * 3
+    text += ' <|im_start|>user\nthe <|endoftext|><|im_end|>x<|im_end|>'
+    ids = hf.encode(text)
+    assert twin.encode(text) == ids and twin.count(text) == len(ids)
+    assert twin.encode_batch([text, 'the weather']) == hf.encode_batch([text, 'the weather'])
+    assert twin.decode(ids) == hf.decode(ids)
+    # encode_split: the twin's byte-offset split gives the ids of the whole text
+    plain = MULTILINGUAL.replace('cafe\u0301', 'cafe').replace('A\u030a', 'A').replace('e\u0301\u0323', 'e')
+    raw = plain.encode()
+    starts = [0] + [i + 1 for i in range(len(raw)) if raw[i:i + 1] == b'\n'][:-1]
+    got, bounds = twin.encode_split(plain, starts)
+    assert got.tolist() == hf.encode(plain) and len(bounds) == len(starts) + 1 and bounds[-1] == len(got)
+    if twin.token_byte_lengths() is not None:
+        lengths = twin.token_byte_lengths()[np.asarray(got)]
+        assert int(lengths.sum()) == len(raw)
+        assert b''.join(twin.token_bytes(int(i)) for i in got) == raw
+    # pickles as its name: one load per process, the same object back here
+    assert pickle.loads(pickle.dumps(twin)) is twin
+
+
+def test_twin_in_a_fresh_process_has_the_same_fingerprint(tiny_model_dir):
+    import pickle
+    import subprocess
+    import sys
+    twin = get_tokenizer(tiny_model_dir)
+    code = ('import pickle, sys; t = pickle.loads(sys.stdin.buffer.read()); '
+            'print(t.engine, t.fingerprint, t.encode("Mary went to the kitchen."))')
+    out = subprocess.run([sys.executable, '-c', code], input=pickle.dumps(twin), capture_output=True, check=True)
+    assert out.stdout.decode().split(' ', 2)[:2] == [twin.engine, twin.fingerprint]
+    assert out.stdout.decode().split(' ', 2)[2].strip() == str(twin.encode('Mary went to the kitchen.'))
+    # a cached dataset needs only the fingerprint: a directory is hashed, not loaded (transformers not imported)
+    code = ('import sys; from opencompass_longctx.tokenization import get_tokenizer; '
+            f't = get_tokenizer({tiny_model_dir!r}); print(t.fingerprint, "transformers" in sys.modules)')
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, check=True, text=True)
+    assert out.stdout.split() == [twin.fingerprint, 'False']
+
+
+def test_a_directory_without_tokenizer_files_is_a_clear_error(tmp_path):
+    with pytest.raises(TokenizerError, match='not a tokenizer directory'):
+        get_tokenizer(str(tmp_path))
+
+
+def test_twin_falls_back_to_hf_when_its_merges_differ(tmp_path, capsys):
+    """Merges th, he, t+he: Hugging Face never merges th+e (not a merge), tiktoken's rank rule would ('the' has
+    a rank). The probe sees the difference: Hugging Face is used, with one line saying why."""
+    merges = [('t', 'h'), ('h', 'e'), ('t', 'he')]
+    path = _save_hf(_byte_level_bpe(merges), tmp_path / 'odd')
+    tok = get_tokenizer(path)
+    assert tok.engine == 'hf'  # the tokenizer is loaded (and its twin checked) on first use
+    err = capsys.readouterr().err
+    assert 'no exact tiktoken twin' in err and 'probe' in err and len(err.strip().splitlines()) == 1
+    assert len(tok.encode('the')) == 2  # Hugging Face's answer (th, e)
+
+
+@pytest.mark.parametrize('what', ['normalizer', 'metaspace'])
+def test_no_twin_for_forms_tiktoken_cannot_express(what, tmp_path, capsys):
+    from tokenizers import normalizers, pre_tokenizers
+    if what == 'normalizer':
+        tok = _byte_level_bpe(WORD_MERGES, normalizer=normalizers.Lowercase())
+    else:
+        tok = _byte_level_bpe(WORD_MERGES, pre_tokenizer=pre_tokenizers.Metaspace())
+    t = get_tokenizer(_save_hf(tok, tmp_path / what))
+    assert t.engine == 'hf'
+    err = capsys.readouterr().err
+    assert {'normalizer': 'normaliser Lowercase', 'metaspace': 'pre-tokenizer step Metaspace'}[what] in err
+    assert t.encode('The weather') == t._hf('The weather', add_special_tokens=False)['input_ids']
+
+
+def test_twin_can_be_switched_off(tiny_model_dir, monkeypatch):
+    monkeypatch.setenv('LONGCTX_TOKENIZER_TWIN', '0')
+    assert get_tokenizer(tiny_model_dir).engine == 'hf'
+    monkeypatch.delenv('LONGCTX_TOKENIZER_TWIN')
+    assert get_tokenizer(tiny_model_dir).engine == 'tiktoken-twin'
