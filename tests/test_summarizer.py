@@ -111,6 +111,99 @@ def test_groups_derived_from_abbrs():
                      'babilong_qa1-qa10_192k']
 
 
+def _longbio_run(work, tiers_cells, acc=60.0):
+    abbrs = []
+    for tier, cells in tiers_cells.items():
+        for cell in cells:
+            abbr = f'longbio_{cell}_{tier}'
+            write_result(work, 'm', abbr, acc, n=4)
+            abbrs.append(abbr)
+    return abbrs
+
+
+def test_a_category_mean_over_fewer_cells_than_it_has_says_so(tmp_path):
+    from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS
+    every = [c['cell'] for c in LONGBIO_CELLS]
+    abbrs = _longbio_run(tmp_path, {'1k': [c for c in every if c != 'multi_standard_10'], '8k': every})
+    rep = build(str(tmp_path), [ModelInfo('m')], abbrs)
+    rows = {r.row: r for r in rep['rows']}
+    assert rows['understanding'].cells['1k'].text(True).endswith('(5/6)')
+    assert (rows['understanding'].cells['1k'].cells_used, rows['understanding'].cells['1k'].cells_total) == (5, 6)
+    assert rows['understanding'].cells['8k'].text(True) == '60.0 ±' + f"{rows['understanding'].cells['8k'].ci95:.1f}"
+    assert rows['reasoning'].cells['1k'].text() == '60.0'  # complete: no mark
+    assert rows['mean'].cells['1k'].text().endswith('(14/15)')
+    md = to_markdown(rep)
+    assert '| m | longbio | understanding | 60.0 ±' in md and '(5/6) | 60.0 ±' in md
+    assert ('- longbio understanding at 1k: the mean of 5 of its 6 cells (not run at this tier: multi_standard_10)'
+            in md)
+    row = next(r for r in csv.DictReader(to_csv(rep).splitlines()) if r['row'] == 'understanding' and r['tier'] == '1k')
+    assert (row['cells_used'], row['cells_total']) == ('5', '6')
+
+
+def test_printed_table_explains_its_columns_and_shows_the_base_and_threshold(tmp_path):
+    abbrs = [f'babilong_qa{i}_{t}' for t in ('0k', '1k', '4k') for i in range(1, 6)]
+    for a in abbrs:
+        write_result(tmp_path, 'm', a, {'0k': 80.0, '1k': 70.0, '4k': 60.0}[a.rsplit('_', 1)[1]])
+    rep = build(str(tmp_path), [ModelInfo('m')], abbrs)
+    md = to_markdown(rep)
+    header = md.splitlines()[0]
+    assert header == ('| model | benchmark | row | 0k | 1k | 4k | mean | base (thr) | eff. len (NoLiMa 85% base) | '
+                      'eff. len (RULER >= 85.6) |')
+    (line,) = [ln for ln in md.splitlines() if ln.startswith('| m | babilong | qa1-qa5 |')]
+    assert line.endswith('| 70.0 | 80.0 (68.0) | 1k | <0k |')  # base 80 at 0k, threshold 0.85 x 80
+    legend = md[md.index('How to read this table:'):]
+    for words in ('eff. len (NoLiMa 85% base): the longest tier such that it and every shorter tier',
+                  'eff. len (RULER >= 85.6): the same with a fixed threshold of 85.6',
+                  '<X (e.g. <0k, <1k): the first tier, X, already scores below the threshold',
+                  '- N/A: the model cannot hold that tier', '- -: no result', '* = over the tiers with a result',
+                  'base (thr): the model\'s short-context base score and the threshold 0.85 x base',
+                  'best score at their benchmark\'s base tiers (babilong 0k)', '(k/n) after a score', '- FAIL:'):
+        assert words in legend, words
+
+
+def _mixed_report(tmp_path):
+    abbrs = [f'babilong_qa{i}_{t}' for t in ('0k', '4k') for i in range(1, 6)]
+    for a in abbrs:
+        write_result(tmp_path, 'm', a, 50.0)
+    onehop = [{'question_type': ['onehop'], 'correct': [True], 'depth': [d], 'pair': ['p'], 'haystack': ['h'],
+               'context_length': [L]} for d in (0.05, 0.95) for L in (250,)]
+    for tier in ('250', '500'):
+        write_result(tmp_path, 'm', f'nolima_main_{tier}', 100.0, n=2, details=onehop)
+        abbrs.append(f'nolima_main_{tier}')
+    return build(str(tmp_path), [ModelInfo('m')], abbrs)
+
+
+def test_plots_have_one_axis_per_benchmark_and_no_empty_plot(tmp_path, monkeypatch):
+    from opencompass_longctx.summarizers import plots
+    rep = _mixed_report(tmp_path)
+    specs = {p['file']: p for p in plots.score_plots(rep)}
+    assert specs['score_vs_tier_babilong_qa1-qa5.png']['tiers'] == ['0k', '4k']  # not NoLiMa's 250/500
+    assert specs['score_vs_tier_nolima_main.png']['tiers'] == ['250', '500']
+    assert 'score_vs_tier_nolima_main_one-hop.png' in specs
+    assert 'score_vs_tier_nolima_main_two-hop.png' not in specs  # no two-hop sample: nothing to draw
+    drawn = {}
+    monkeypatch.setattr(plots, '_save', lambda plt, fig, out_dir, name: drawn.setdefault(name, fig) and name)
+    written = plots.plot_report(rep, str(tmp_path / 'plots'))
+    assert sorted(written) == sorted(list(specs) + ['depth_nolima_m.png'])
+    ticks = [t.get_text() for t in drawn['score_vs_tier_babilong_qa1-qa5.png'].axes[0].get_xticklabels()]
+    assert ticks == ['0k', '4k']
+
+
+def test_heatmap_explains_blank_cells(tmp_path, monkeypatch):
+    from opencompass_longctx.summarizers import plots
+    rep = _mixed_report(tmp_path)
+    (h,) = plots.heatmaps(rep)
+    assert h['tiers'] == ['250', '500'] and h['grid'][0] == [100.0, 100.0] and h['grid'][5] == [None, None]
+    assert rep['depth']['nolima']['m']['250'][0] == [1, 1]  # [correct, n] in the depth bin 0-10%
+    path = plots.plot_report(rep, str(tmp_path / 'png'))[-1]  # the real file
+    assert path.endswith('depth_nolima_m.png') and os.path.getsize(path) > 10000
+    drawn = {}
+    monkeypatch.setattr(plots, '_save', lambda plt, fig, out_dir, name: drawn.setdefault(name, fig) and name)
+    plots.plot_report(rep, str(tmp_path / 'plots'))
+    legend = drawn['depth_nolima_m.png'].axes[0].get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ['blank: no sample at this depth and tier']
+
+
 RUN_CONFIG = '''
 from mmengine.config import read_base
 from opencompass.partitioners import NaivePartitioner, NumWorkerPartitioner
