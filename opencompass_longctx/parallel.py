@@ -8,7 +8,7 @@ byte-identical for any ``num_proc``. :func:`ordered_map` does that:
   worker, or too small to repay starting workers (:func:`plan`), runs in this process with no pool at all;
 * workers are *spawned* (fresh interpreters: nothing inherited but the arguments, so no state of the parent,
   such as a tokenizer's thread pool, leaks in) and each builds its own state once (``init(*initargs)``: a
-  tokenizer is loaded again by name there);
+  tokenizer travels as its name, is loaded again there and must have the parent's fingerprint);
 * results come back in order and at most ``2 * workers`` chunks are in flight or waiting, so the parent
   holds a bounded number of rows whatever the size of the build, and streams them to the cache writer;
 * one progress bar for the whole build (``LONGCTX_PROGRESS=0`` turns it off).
@@ -72,12 +72,12 @@ def chunks(items: Sequence, size: int) -> List[Sequence]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-def load_tokenizer(name: str, fingerprint: str):
-    """In a worker: the parent's tokenizer, loaded again by name, refused if it is not the same."""
-    from .tokenization import TokenizerError, get_tokenizer
-    tok = get_tokenizer(name)
+def same_tokenizer(tok, fingerprint: str):
+    """In a worker: the parent's tokenizer (a Tokenizer pickles as its name and is loaded again there) must
+    have the parent's fingerprint."""
     if tok.fingerprint != fingerprint:
-        raise TokenizerError(f'tokenizer {name!r} loads differently in a build worker (fingerprint '
+        from .tokenization import TokenizerError
+        raise TokenizerError(f'tokenizer {tok.name!r} loads differently in a build worker (fingerprint '
                              f'{tok.fingerprint[:12]}, expected {fingerprint[:12]}): did its files change during '
                              'the build?')
     return tok

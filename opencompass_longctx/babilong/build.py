@@ -18,6 +18,7 @@ def build_rows(records: Iterable[Tuple[int, Dict]], task: str, tier: Tier, parts
             'prompt': prompt, 'target': r['target'], 'question': r['question'], 'task': task, 'tier': tier.name,
             'tier_tokens': tier_tokens, 'index': i,
             'prompt_tokens': tokenizer.count(prompt), 'count_tokenizer': tokenizer.name,
+            'count_engine': tokenizer.engine,
             'prompt_variant': variant, 'sample_source': source_name,
         }
         if 'generation' in r:
@@ -28,10 +29,10 @@ def build_rows(records: Iterable[Tuple[int, Dict]], task: str, tier: Tier, parts
 class _GeneratedRows:
     """Generated samples made into dataset rows, in one process (a build worker or this one)."""
 
-    def __init__(self, gen, task: str, tier: Tier, parts: Dict[str, str], tokenizer: str, fingerprint: str,
+    def __init__(self, gen, task: str, tier: Tier, parts: Dict[str, str], tokenizer, fingerprint: str,
                  variant: str):
         self.gen, self.task, self.tier, self.parts, self.variant = gen, task, tier, parts, variant
-        self.tok = parallel.load_tokenizer(tokenizer, fingerprint)
+        self.tok = parallel.same_tokenizer(tokenizer, fingerprint)
 
     def rows(self, chunk: List[Tuple[int, int]]) -> List[Dict]:
         records = ((i, self.gen.make(self.task, self.tier, i, story)) for i, story in chunk)
@@ -53,7 +54,7 @@ def generated_rows(gen, task: str, tier: Tier, samples: int, parts: Dict[str, st
                                         f'process{"es" * (workers > 1)})')
     try:
         for rows in parallel.ordered_map(_generated_chunk, parallel.chunks(items, size), _GeneratedRows,
-                                         (gen, task, tier, parts, tokenizer.name, tokenizer.fingerprint, variant),
+                                         (gen, task, tier, parts, tokenizer, tokenizer.fingerprint, variant),
                                          workers, size=len, bar=bar):
             yield from rows
     finally:

@@ -36,7 +36,7 @@ import numpy as np
 
 from .. import __version__, parallel
 from ..tiers import parse_tier
-from ..tokenization import GPT2_TOKENIZER, get_tokenizer
+from ..tokenization import GPT2_TOKENIZER, Tokenizer, get_tokenizer
 from ..util import atomic_write_text, sha256_file
 from .data import BabilongDataError, file_name, task_number
 
@@ -228,7 +228,7 @@ class Generator:
         if not background_dir or not os.path.isdir(background_dir):
             raise GeneratorInputError(f'background_dir {background_dir!r} is not a directory (PG19 test books)')
         self.babi_dir, self.background_dir = babi_dir, background_dir
-        self.tok = get_tokenizer(tokenizer)
+        self.tok = tokenizer if isinstance(tokenizer, Tokenizer) else get_tokenizer(tokenizer)
         self.seed = seed
         self.fix_len_off_by_one = fix_len_off_by_one
         self._stories: Dict[str, List[Story]] = {}
@@ -237,7 +237,7 @@ class Generator:
     def __reduce__(self):
         """Sent to a build worker by its inputs: the worker loads the tokenizer again by name (checked by
         fingerprint) and reads the stories and books itself."""
-        return _generator_in_worker, (self.babi_dir, self.background_dir, self.tok.name, self.tok.fingerprint,
+        return _generator_in_worker, (self.babi_dir, self.background_dir, self.tok, self.tok.fingerprint,
                                       self.seed, self.fix_len_off_by_one)
 
     def input_files(self, tasks: Sequence[str]) -> List[str]:
@@ -305,8 +305,8 @@ class Generator:
 
 
 def _generator_in_worker(babi_dir, background_dir, tokenizer, fingerprint, seed, fix_len_off_by_one) -> Generator:
-    parallel.load_tokenizer(tokenizer, fingerprint)   # the same tokenizer as the parent's, or an error
-    return Generator(babi_dir, background_dir, tokenizer, seed, fix_len_off_by_one)
+    return Generator(babi_dir, background_dir, parallel.same_tokenizer(tokenizer, fingerprint), seed,
+                     fix_len_off_by_one)
 
 
 def _write_chunk(gen: Generator, chunk) -> List[tuple]:

@@ -17,7 +17,8 @@ def load_longbio(tier, cell: Optional[str] = None, task: Optional[str] = None, n
     """Build (or reload from the cache) the samples of one cell as a ``datasets.Dataset``.
 
     ``cell`` (e.g. 'rank_5') or ``task`` + ``n``; ``mode`` 'compat' | 'strict'; ``tokenizer``: None for the
-    offline default, a 'tiktoken:<encoding>' name or a Hugging Face tokenizer directory / id. One row per
+    authors' tokenizer offline (``tiktoken:qwen2``, Qwen2.5's vocabulary), another 'tiktoken:<encoding>' name or
+    a Hugging Face tokenizer directory / id. One row per
     sample (two for idk: the answerable and the unanswerable question on the same context). ``num_proc``:
     processes for a build (default: the cores available; the same rows for any value)."""
     spec = make_spec(tier, cell=cell, task=task, n=n, mode=mode, shots=shots, seed=seed, density=density,

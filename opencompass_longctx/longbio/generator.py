@@ -10,7 +10,10 @@ and templates are read in file order. Standard, multi-standard, citation and IDK
 
 Length. A tier is a budget of ``tier_tokens`` (1k = 1024 tokens) of the data tokenizer for the whole prompt
 text: system message + user message + assistant prefix (chat-template tokens and the answer are not
-counted; ``reserve_tokens`` holds some back). The user message is cut into pieces at word boundaries
+counted; ``reserve_tokens`` holds some back). The data tokenizer defaults to ``tiktoken:qwen2``: the authors'
+(Qwen2.5-7B-Instruct's vocabulary, split pattern and NFC normaliser, offline), so tier lengths are the
+authors'. A Hugging Face tokenizer directory is counted through its exact tiktoken twin when it has one
+(``tokenization``), so every count below, the final check included, costs a tiktoken pass. The user message is cut into pieces at word boundaries
 ("Context:", " " + each bio without its trailing space, " " + the rest of the user message) whose token
 counts add up exactly to the count of the whole text for regex-pretokenized BPE tokenizers (tiktoken, and
 byte-level BPE such as Qwen's or Llama 3's): no growing context is ever re-tokenized. A bio's count is itself
@@ -20,7 +23,10 @@ prompt encoded whole, with haystack bios removed until it fits. Haystack bios ar
 the prompt then ends more than 1% below the budget, the last bios are exchanged for a subset of the next
 ones whose token sum fills the room (subset-sum over 128 candidates). At 2k and above every sample lands
 within 1%; at 1k a bio (~100 tokens) is ten times the 1% window and some n = 2 samples end a few % short.
-Each row records its exact ``prompt_tokens``. 0k = the needles only.
+One row is exempt by design: ``compat`` idk's unanswerable row is the answerable row's context with the
+answer sentence deleted, asked 0-shot (the authors derive it from the standard data that way), so it is
+shorter than its answerable twin by that sentence and by the demos (:data:`IDK_COMPAT_SHORTFALL`).
+Each row records its exact ``prompt_tokens`` and the tokenizer engine that counted it. 0k = the needles only.
 
 Layout (the authors'): 3n needle bios = the test group and two demo groups (1 + max(2, shots) groups),
 whatever the shots. Needle slots are drawn with replacement among haystack positions whose depth is in the
@@ -37,11 +43,11 @@ import random
 from dataclasses import dataclass, fields
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .. import __version__
+from .. import __version__, parallel
 from ..configs.tier_table import STANDARD_TIERS
-from .. import parallel
-from ..parallel import load_tokenizer, ordered_map, plan, progress
+from ..parallel import ordered_map, plan, progress, same_tokenizer
 from ..tiers import parse_tier
+from ..tokenization import QWEN2_TOKENIZER
 from .people import (PersonStream, bio_text, cite_body, draw_people, redraw_birthdate, render_sentences,
                      standard_bio_format, template_set)
 from .pools import ATTRIBUTES, load_pools
@@ -50,10 +56,15 @@ from .tasks import (CONTEXT_HEAD, MATH_TASKS, LongBioConfigError, Prompt, build_
 
 GENERATOR_VERSION = 1
 TIER_UNIT = 1024
+DEFAULT_TOKENIZER = QWEN2_TOKENIZER   # the authors' data tokenizer (Qwen2.5's vocabulary), offline
 POOL_SIZE = 10_000        # compat: the authors' per-run seed pool of distinct people
 LOOKAHEAD = 128           # candidate bios examined when the greedy fill ends more than 1% below budget
 MAX_EXCHANGE = 4          # at most this many trailing greedy bios are exchanged for better-fitting ones
 FILL_TOLERANCE = 0.01
+# compat idk: at most this many tokens separate the unanswerable row from its answerable twin (the deleted
+# answer sentence plus the 2-shot demos, minus the idk instruction): 34-82 over the authors' 800 samples with
+# tiktoken:qwen2, 34-73 with cl100k_base, at any tier
+IDK_COMPAT_SHORTFALL = 100
 
 
 class TierTooSmallError(LongBioConfigError):
@@ -110,14 +121,14 @@ class Spec:
                     generator_version=GENERATOR_VERSION, package_version=__version__)
 
     def __reduce__(self):
-        """Sent to a worker process by the tokenizer's name: the worker loads it again (and checks that its
-        fingerprint is the same)."""
-        state = {f.name: getattr(self, f.name) for f in fields(self) if f.name != 'tokenizer'}
-        return _spec_in_worker, (state, self.tokenizer.name, self.tokenizer.fingerprint)
+        """Sent to a build worker with the tokenizer's fingerprint: the tokenizer travels as its name and must
+        load to the same fingerprint there."""
+        return _spec_in_worker, ({f.name: getattr(self, f.name) for f in fields(self)}, self.tokenizer.fingerprint)
 
 
-def _spec_in_worker(state: Dict, tokenizer: str, fingerprint: str) -> Spec:
-    return Spec(tokenizer=load_tokenizer(tokenizer, fingerprint), **state)
+def _spec_in_worker(state: Dict, fingerprint: str) -> Spec:
+    same_tokenizer(state['tokenizer'], fingerprint)
+    return Spec(**state)
 
 
 def make_spec(tier, cell=None, task=None, n=None, mode='compat', shots=None, seed=2024, density=1.0,
@@ -137,7 +148,7 @@ def make_spec(tier, cell=None, task=None, n=None, mode='compat', shots=None, see
         raise LongBioConfigError(f'seed must be an integer, got {seed!r}')
     if isinstance(reserve_tokens, bool) or not isinstance(reserve_tokens, int) or reserve_tokens < 0:
         raise LongBioConfigError(f'reserve_tokens must be a non-negative integer, got {reserve_tokens!r}')
-    tok = get_tokenizer(tokenizer)
+    tok = get_tokenizer(DEFAULT_TOKENIZER if tokenizer in (None, '', 'default') else tokenizer)
     tier_tokens = t.tokens(TIER_UNIT)
     if tier_tokens and reserve_tokens >= tier_tokens:
         raise LongBioConfigError(f'reserve_tokens={reserve_tokens} leaves nothing of tier {t.name} ({tier_tokens})')
@@ -159,14 +170,14 @@ class Counter:
     style; tokenizers that fail it have every bio encoded whole."""
 
     def __init__(self, tokenizer):
-        self.tokenizer, self.encode, self.memo = tokenizer, tokenizer.encode, {}
+        self.tokenizer, self.count_text, self.memo = tokenizer, tokenizer.count, {}
         self.word_additive = _word_additive(tokenizer)
         self.words = _pool_word_counts(tokenizer) if self.word_additive else {}
 
     def __call__(self, text: str) -> int:
         c = self.memo.get(text)
         if c is None:
-            c = self.memo[text] = len(self.encode(text))
+            c = self.memo[text] = self.count_text(text)
         return c
 
     def bio(self, text: str) -> int:
@@ -189,9 +200,9 @@ class Counter:
         if len(w) > 1 and w[-1] in '.,' and w[-2].isalnum():
             base = self.words.get(w[:-1])
             if base is None:
-                base = self.words[w[:-1]] = len(self.encode(' ' + w[:-1]))
+                base = self.words[w[:-1]] = self.count_text(' ' + w[:-1])
             return base + self(w[-1])
-        return len(self.encode(' ' + w))
+        return self.count_text(' ' + w)
 
 
 _ADDITIVE: Dict[str, bool] = {}
@@ -215,8 +226,8 @@ def _pool_word_counts(tokenizer) -> Dict[str, int]:
             for row in rows:
                 for t in row:
                     words.update(t.split(' '))
-        enc = tokenizer.encode
-        _POOL_WORDS[key] = {w: len(enc(' ' + w)) for w in sorted(words) if w}
+        count = tokenizer.count
+        _POOL_WORDS[key] = {w: count(' ' + w) for w in sorted(words) if w}
     return _POOL_WORDS[key]
 
 
@@ -226,8 +237,8 @@ def _word_additive(tokenizer) -> bool:
     key = tokenizer.fingerprint
     if key not in _ADDITIVE:
         probe = Counter.__new__(Counter)
-        probe.tokenizer, probe.encode, probe.memo, probe.words, probe.word_additive = (
-            tokenizer, tokenizer.encode, {}, {}, True)
+        probe.tokenizer, probe.count_text, probe.memo, probe.words, probe.word_additive = (
+            tokenizer, tokenizer.count, {}, {}, True)
         pools = load_pools()
         stream = PersonStream('word-additivity-probe', pools)
         rng = random.Random('word-additivity-probe')
@@ -241,7 +252,7 @@ def _word_additive(tokenizer) -> bool:
                                                         for a in attrs]
             sent = render_sentences(p, attrs, tset, choices)
             text = cite_body(p, sent) if i % 7 == 0 else bio_text(p, sent, tset.first_person)
-            if probe.bio(text) != len(tokenizer.encode(' ' + text[:-1])):
+            if probe.bio(text) != tokenizer.count(' ' + text[:-1]):
                 ok = False
                 break
         _ADDITIVE[key] = ok
@@ -592,6 +603,7 @@ class Generator:
         base = dict(cell=spec.cell, task=spec.task, n=spec.n, mode=spec.mode, shots=spec.shots, tier=spec.tier,
                     tier_tokens=spec.tier_tokens, budget_tokens=spec.budget, sample=s.index,
                     seed=str(s.seed), attribute=s.attr, num_bios=len(units), needle_depths=depths_at,
+                    tokenizer_engine=spec.tokenizer.engine,
                     needle_groups=[u.needle[0] for u in units if u.needle], params=self.params_json)
         rows = []
         if spec.task == 'idk':
@@ -650,8 +662,8 @@ class Generator:
             ctx = ''.join(u.text for u in units)
         user = CONTEXT_HEAD + ctx + prompt.tail
         if self.spec.verify:
-            enc = self.spec.tokenizer.encode
-            tokens = len(enc(prompt.system)) + len(enc(user)) + len(enc(prompt.prefix))
+            count = self.spec.tokenizer.count
+            tokens = count(prompt.system) + count(user) + count(prompt.prefix)
         else:
             tokens = (s.fixed_tokens(prompt) + sum(u.tokens for u in units)
                       + sum(s.label_tokens(i) for i in range(len(units))))

@@ -8,7 +8,6 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from .. import parallel
-from ..parallel import load_tokenizer
 from . import haystack as hs
 from .needles import CHAR, Pair
 from .prompts import TASK_TEMPLATE, build_prompt
@@ -37,7 +36,7 @@ class SplitPlan:
     variant: str
     needle_file: str
     haystack_tier: str
-    tokenizer: str
+    tokenizer: object      # a Tokenizer (travels to a worker as its name)
     fingerprint: str
     canonical: bool
 
@@ -52,7 +51,7 @@ class _Blocks:
 
     def __init__(self, plan: SplitPlan):
         self.plan = plan
-        self.tok = load_tokenizer(plan.tokenizer, plan.fingerprint)
+        self.tok = parallel.same_tokenizer(plan.tokenizer, plan.fingerprint)
         self.books = [hs.load_book(p, self.tok) for p in plan.book_paths]
         self.memo: Dict[str, int] = {}
 
@@ -103,7 +102,8 @@ class _Blocks:
                 'needle_token_depth': pl.needle_depth, 'window_start': pl.start, 'line_break': pl.line_break,
                 'placement': P.placement, 'distractor': pair.distractor or '', 'distractor_depth': dd,
                 'distractor_anchored': anchored,
-                'seed': seed, 'length_tokenizer': P.tokenizer, 'canonical_length': P.canonical,
+                'seed': seed, 'length_tokenizer': self.tok.name, 'length_engine': self.tok.engine,
+                'canonical_length': P.canonical,
                 'prompt_tokens_approx': approx,
             }
 

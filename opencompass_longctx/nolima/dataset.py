@@ -225,7 +225,7 @@ def load_nolima(tier, needle_set: str = 'main', path: Optional[str] = None, toke
                           'the answer may then be found without the needle')
         plan = SplitPlan(chosen, [b.path for b in books], book_indices, L, tier, [float(x) for x in depths],
                          depth_indices, placement, static_depth, shift, base_seed, variant,
-                         os.path.basename(needle_file), used_tier, tok.name, tok.fingerprint, canonical)
+                         os.path.basename(needle_file), used_tier, tok, tok.fingerprint, canonical)
         return build_rows(plan, num_proc)
     return cache.get_or_build('nolima', key, rows, params=params)
 
