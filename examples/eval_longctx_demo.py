@@ -24,13 +24,13 @@ with read_base():
 # config cannot be dumped by OpenCompass).
 DEMO_DIR = 'outputs/longctx_demo'
 TIERS = ['0k', '1k', '2k']
-NUM_SAMPLES = 4
+NUM_SAMPLES = 2  # per BABILong task and tier; LongBioBench: 1 per cell and tier
 
 # demo_data=True / sample_data=True: the loaders write the project's own stand-in files under DEMO_DIR if they
 # are missing.
 datasets = [dict(d, path=f'{DEMO_DIR}/babilong', demo_data=True, num_samples=NUM_SAMPLES)
             for d in [*babilong_0k, *babilong_1k, *babilong_2k]]
-datasets += [dict(d, num_samples=2) for d in [*longbio_0k, *longbio_2k]]
+datasets += [dict(d, num_samples=1) for d in [*longbio_0k, *longbio_2k]]
 datasets += [dict(d, path=f'{DEMO_DIR}/nolima', sample_data=True, pairs=2, haystacks=[0], depth_indices=[0, 12, 25])
              for d in [*nolima_250, *nolima_500]]
 

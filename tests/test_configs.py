@@ -1,9 +1,9 @@
-"""Every shipped config parses; tier files differ only in the tier; abbrs are unique; the leaderboard
-example parses and partitions with --dry-run."""
-import difflib
+"""Every shipped config parses; every standard tier has its file and tier files differ only in the tier (tiers
+users add are welcome); abbrs are unique; the leaderboard example parses and partitions with --dry-run."""
 import glob
 import os
 import re
+import shutil
 
 import pytest
 from mmengine.config import Config
@@ -11,9 +11,36 @@ from mmengine.config import Config
 from conftest import REPO, run_opencompass
 from opencompass_longctx.configs.tier_table import STANDARD_TIERS
 
-ALL_CONFIGS = sorted(p for p in glob.glob(str(REPO / 'configs' / '**' / '*.py'), recursive=True)
+CONFIGS = REPO / 'opencompass_longctx' / 'configs'   # the one copy; the top-level configs/ links to it
+ALL_CONFIGS = sorted(p for p in glob.glob(str(CONFIGS / '**' / '*.py'), recursive=True)
                      if not os.path.basename(p).startswith('_'))
-TIER_FILES = sorted(glob.glob(str(REPO / 'configs' / 'datasets' / '*' / '*_*_gen.py')))
+TIER_FILES = sorted(glob.glob(str(CONFIGS / 'datasets' / '*' / '*_*_gen.py')))
+BENCHES = ['babilong', 'longbio', 'nolima']
+TIER_LINE = re.compile(r"^TIER = '([^']*)'$", re.MULTILINE)
+
+
+def standard_tiers(bench):
+    """The tiers the project ships a file for: the standard table, NoLiMa its own lengths."""
+    if bench == 'nolima':
+        return Config.fromfile(str(CONFIGS / 'summarizers' / 'nolima.py'))['NOLIMA_TIERS']
+    return STANDARD_TIERS
+
+
+def check_tier_files(configs_dir, bench):
+    """Every standard tier has its file; every <bench>_<tier>_gen.py (standard or added by a user) sets TIER to the
+    tier of its file name and differs from its siblings in nothing else."""
+    files = {re.fullmatch(rf'{bench}_(.+)_gen\.py', os.path.basename(p)).group(1): p
+             for p in glob.glob(os.path.join(str(configs_dir), 'datasets', bench, f'{bench}_*_gen.py'))}
+    missing = set(standard_tiers(bench)) - set(files)
+    assert not missing, f'{bench}: no tier file for {sorted(missing)}'
+    normalised = {}
+    for tier, path in files.items():
+        text = open(path).read()
+        assert TIER_LINE.findall(text) == [tier], f"{path}: must set TIER = '{tier}' once"
+        normalised[path] = TIER_LINE.sub("TIER = '<tier>'", text)
+    reference = normalised[files[standard_tiers(bench)[-1]]]
+    for path, text in normalised.items():
+        assert text == reference, f'{path} differs from its siblings in more than TIER'
 
 
 @pytest.mark.parametrize('path', ALL_CONFIGS + [str(REPO / 'examples' / 'eval_longctx_demo.py'),
@@ -23,17 +50,32 @@ def test_config_parses(path):
     Config.fromfile(path)
 
 
-@pytest.mark.parametrize('bench', ['babilong', 'longbio', 'nolima'])
-def test_every_standard_tier_and_tier_files_differ_only_in_the_tier(bench):
-    files = {re.match(rf'{bench}_(.+)_gen\.py', os.path.basename(p)).group(1): p
-             for p in TIER_FILES if os.path.basename(p).startswith(bench + '_')}
-    assert set(STANDARD_TIERS) - {'0k', '256k', '512k', '1m'} <= set(files)
-    ref = open(files['128k']).read()
-    for tier, path in files.items():
-        text = open(path).read().replace(f"'{tier}'", "'128k'")
-        diff = [d for d in difflib.unified_diff(ref.splitlines(), text.splitlines(), lineterm='', n=0)
-                if not d.startswith(('---', '+++', '@@'))]
-        assert diff == [], (path, diff)
+def test_top_level_configs_is_the_package_copy():
+    assert os.path.samefile(REPO / 'configs', CONFIGS)
+
+
+@pytest.mark.parametrize('bench', BENCHES)
+def test_every_standard_tier_has_a_file_and_tier_files_differ_only_in_the_tier(bench):
+    check_tier_files(CONFIGS, bench)
+
+
+@pytest.mark.parametrize('bench', BENCHES)
+def test_tier_files_users_add_are_accepted_and_edits_beyond_the_tier_are_not(tmp_path, bench):
+    shutil.copytree(CONFIGS / 'datasets' / bench, tmp_path / 'datasets' / bench)
+    src = (tmp_path / 'datasets' / bench / f'{bench}_128k_gen.py').read_text()
+    (tmp_path / 'datasets' / bench / f'{bench}_3k_gen.py').write_text(src.replace("TIER = '128k'", "TIER = '3k'"))
+    check_tier_files(tmp_path, bench)                          # a tier a user adds is welcome
+    (tmp_path / 'datasets' / bench / f'{bench}_3k_gen.py').write_text(src.replace("TIER = '128k'", "TIER = '4k'"))
+    with pytest.raises(AssertionError, match="must set TIER = '3k'"):
+        check_tier_files(tmp_path, bench)                      # ... with the tier its name says
+    (tmp_path / 'datasets' / bench / f'{bench}_3k_gen.py').write_text(
+        src.replace("TIER = '128k'", "TIER = '3k'") + 'extra = 1\n')
+    with pytest.raises(AssertionError, match='more than TIER'):
+        check_tier_files(tmp_path, bench)                      # ... and nothing else changed
+    os.remove(tmp_path / 'datasets' / bench / f'{bench}_3k_gen.py')
+    os.remove(tmp_path / 'datasets' / bench / f'{bench}_8k_gen.py')
+    with pytest.raises(AssertionError, match=r"no tier file for \['8k'\]"):
+        check_tier_files(tmp_path, bench)                      # a standard tier must not go missing
 
 
 def dataset_lists(cfg):
@@ -58,7 +100,7 @@ def test_tier_configs_give_unique_abbrs_with_the_tier():
 
 
 def test_summary_groups_name_existing_datasets():
-    cfg = Config.fromfile(str(REPO / 'configs' / 'summarizers' / 'babilong.py'))
+    cfg = Config.fromfile(str(CONFIGS / 'summarizers' / 'babilong.py'))
     abbrs = {d['abbr'] for p in TIER_FILES for lst in dataset_lists(Config.fromfile(p)).values() for d in lst}
     for g in cfg['babilong_summary_groups']:
         for subset in g['subsets']:

@@ -1,8 +1,13 @@
 """OpenCompass model wrapper for the project's tiny CPU chat model (demo and tests).
 
-``TinyChatModel`` is OpenCompass's own ``HuggingFacewithChatTemplate``; the only addition is that the model
-is built (offline, a few seconds, see :mod:`opencompass_longctx.tiny_model`) at ``path`` when it is not
-there yet, so ``opencompass examples/eval_longctx_demo.py`` needs no preparation step.
+``TinyChatModel`` is OpenCompass's own ``HuggingFacewithChatTemplate`` with two demo-model properties:
+
+* the model is built (offline, a few seconds, see :mod:`opencompass_longctx.tiny_model`) at ``path`` when it
+  is not there yet, so ``opencompass examples/eval_longctx_demo.py`` needs no preparation step;
+* it writes at most ``out_len_cap`` new tokens (default 8), whatever ``max_out_len`` a benchmark asks for
+  (LongBioBench asks 50 per needle, NoLiMa 192). Its weights are random, so it never stops on its own and
+  would otherwise always run to the benchmark's limit; its answers are noise either way. The over-length
+  check still reserves the benchmark's full ``max_out_len``. A real model always gets the benchmark's limit.
 """
 import os
 
@@ -25,5 +30,14 @@ def ensure_tiny_model(path: str) -> str:
 
 class TinyChatModel(HuggingFacewithChatTemplate):
 
-    def __init__(self, path: str, **kwargs):
+    def __init__(self, path: str, out_len_cap: int = 8, **kwargs):
+        if isinstance(out_len_cap, bool) or not isinstance(out_len_cap, int) or out_len_cap < 1:
+            raise ValueError(f'out_len_cap must be a positive integer (new tokens per answer), got {out_len_cap!r}')
+        self.out_len_cap = out_len_cap
         super().__init__(path=ensure_tiny_model(path), **kwargs)
+
+    def generate(self, inputs, max_out_len, min_out_len=None, **kwargs):
+        cap = self.out_len_cap if max_out_len is None else min(max_out_len, self.out_len_cap)
+        if min_out_len is not None:
+            min_out_len = min(min_out_len, cap)
+        return super().generate(inputs, cap, min_out_len=min_out_len, **kwargs)

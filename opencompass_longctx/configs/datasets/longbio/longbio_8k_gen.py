@@ -1,11 +1,18 @@
-# LongBioBench at one tier. To add a tier, copy this file and change TIER (and the file name).
+# LongBioBench at one tier. To add a tier, copy this file (here or into your own workspace) and change TIER.
+# The tier keeps the cells whose needles fit it (LONGBIO_NEED_TOKENS, opencompass_longctx/longbio/catalogue.py).
 from mmengine.config import read_base
 
 with read_base():
-    from opencompass_longctx.configs.datasets.longbio.longbio_base import LONGBIO_BASE, LONGBIO_STRICT_BASE, LONGBIO_TOO_SMALL
+    from opencompass_longctx.configs.datasets.longbio.longbio_base import (LONGBIO_BASE, LONGBIO_NEED_TOKENS,
+                                                                           LONGBIO_STRICT_BASE, LONGBIO_TIER_UNITS)
 
 TIER = '8k'
-longbio_datasets = [dict(d, tier=TIER, abbr=f"{d['abbr']}_{TIER}")
-                    for d in LONGBIO_BASE if d['cell'] not in LONGBIO_TOO_SMALL.get(TIER, [])]
-longbio_strict_datasets = [dict(d, tier=TIER, abbr=f"{d['abbr']}_{TIER}")
-                           for d in LONGBIO_STRICT_BASE if d['cell'] not in LONGBIO_TOO_SMALL.get(TIER, [])]
+# The tier in tokens (1k = 1024), with builtins only (configs are plain data). 0k holds the needles only, so every
+# cell; a malformed TIER keeps every cell and their loaders say what is wrong with it.
+TIER_NUMBER = TIER.strip().lower().rstrip('km')
+TIER_TOKENS = (float(TIER_NUMBER) * LONGBIO_TIER_UNITS.get(TIER.strip().lower()[-1:], 1)
+               if TIER_NUMBER.replace('.', '', 1).isdigit() else 0)
+longbio_datasets = [dict(d, tier=TIER, abbr=f"{d['abbr']}_{TIER}") for d in LONGBIO_BASE
+                    if not TIER_TOKENS or LONGBIO_NEED_TOKENS[d['cell']] <= TIER_TOKENS]
+longbio_strict_datasets = [dict(d, tier=TIER, abbr=f"{d['abbr']}_{TIER}") for d in LONGBIO_STRICT_BASE
+                           if not TIER_TOKENS or LONGBIO_NEED_TOKENS[d['cell']] <= TIER_TOKENS]
