@@ -10,7 +10,7 @@ Search order for a benchmark's files (first hit wins, no network access when fil
 
 A directory may hold ``longctx_manifest.json`` (``{"revision": ..., "files": {relpath: sha256}}``), written by
 downloads or by ``python -m opencompass_longctx.sources manifest DIR``; every file listed there is checked
-against its sha256 before use. A missing file raises :class:`DataNotFoundError` naming what was searched and
+against its sha256 before use (read in full every time). An invalid manifest is an error naming it. A missing file raises :class:`DataNotFoundError` naming what was searched and
 how to get it.
 """
 import argparse
@@ -68,6 +68,34 @@ def search_roots(source: Source, path: Optional[str] = None) -> List[str]:
     return roots
 
 
+def read_manifest(path: str) -> dict:
+    """A manifest file, checked: a JSON object whose ``files`` (if any) maps relative paths to sha256 hex
+    strings. Anything else is a DataIntegrityError that names the file and says how to write it again."""
+    def bad(reason: str) -> DataIntegrityError:
+        return DataIntegrityError(
+            f'{path} is not a valid data manifest ({reason}). Write it again from the files with:\n'
+            f'  python -m opencompass_longctx.sources manifest {os.path.dirname(os.path.abspath(path))}\n'
+            '(after checking or downloading the data files again), or delete it.')
+    try:
+        with open(path, encoding='utf-8') as f:
+            manifest = json.load(f)
+    except UnicodeDecodeError as e:
+        raise bad(f'not UTF-8: {e}') from e
+    except ValueError as e:
+        raise bad(f'not JSON: {e}') from e
+    if not isinstance(manifest, dict):
+        raise bad(f'a JSON {type(manifest).__name__}, not an object')
+    files = manifest.get('files', {})
+    if not isinstance(files, dict):
+        raise bad(f'"files" is a JSON {type(files).__name__}, not an object of path: sha256')
+    for rel, digest in files.items():
+        if not (isinstance(digest, str) and len(digest) == 64 and all(c in '0123456789abcdef' for c in digest)):
+            raise bad(f'"files" entry {rel!r} is {digest!r}, not a sha256 hex digest')
+    if not isinstance(manifest.get('revision'), (str, type(None))):
+        raise bad(f'"revision" is {manifest.get("revision")!r}, not a string')
+    return manifest
+
+
 def _manifest_for(file_path: str, root: str):
     """(manifest dict, relpath) of the nearest manifest between the file and the root, if any."""
     d = os.path.dirname(os.path.abspath(file_path))
@@ -75,20 +103,22 @@ def _manifest_for(file_path: str, root: str):
     while True:
         m = os.path.join(d, MANIFEST)
         if os.path.isfile(m):
-            with open(m, encoding='utf-8') as f:
-                return json.load(f), os.path.relpath(file_path, d)
+            return read_manifest(m), os.path.relpath(file_path, d)
         if d == root or os.path.dirname(d) == d or not d.startswith(root):
             return None, None
         d = os.path.dirname(d)
 
 
 def verify(file_path: str, root: str) -> None:
-    """Check a file against the manifest that lists it (if any). Raises DataIntegrityError on mismatch."""
+    """Check a file against the manifest that lists it (if any). Raises DataIntegrityError on mismatch.
+
+    The file is hashed every time (the cache's (path, size, mtime) memo is not trusted here: a file changed in
+    place with its mtime restored must still fail); the fresh hash also refreshes that memo."""
     from .cache import file_digest
     manifest, rel = _manifest_for(file_path, root)
     if not manifest or rel not in manifest.get('files', {}):
         return
-    got = file_digest(file_path)
+    got = file_digest(file_path, fresh=True)
     want = manifest['files'][rel]
     if got != want:
         raise DataIntegrityError(
@@ -126,8 +156,8 @@ def fetch(source: Source, relpath: str, revision: Optional[str] = None, path: Op
     manifest_path = os.path.join(root, MANIFEST)
     manifest = {'repo': source.hub_repo, 'revision': None, 'files': {}}
     if os.path.isfile(manifest_path):
-        with open(manifest_path, encoding='utf-8') as f:
-            manifest = json.load(f)
+        manifest = read_manifest(manifest_path)
+        manifest.setdefault('files', {})
     rev = revision or manifest.get('revision')
     if rev is None:  # pin the revision on first download so later files come from the same commit
         rev = HfApi().dataset_info(source.hub_repo).sha
@@ -148,8 +178,10 @@ def write_manifest(root: str, patterns: Sequence[str] = ('**/*.json', '**/*.parq
     out = os.path.join(root, MANIFEST)
     old = {}
     if os.path.isfile(out):
-        with open(out, encoding='utf-8') as f:
-            old = json.load(f)
+        try:
+            old = read_manifest(out)
+        except DataIntegrityError as e:  # this command is the repair: write it again from the files
+            print(f'replacing an invalid manifest: {e}'.splitlines()[0], file=sys.stderr)
     old['files'] = dict(sorted(files.items()))
     atomic_write_text(out, json.dumps(old, indent=1, sort_keys=True))
     return out

@@ -1,4 +1,4 @@
-"""Small helpers shared by every part: hashing, atomic writes, JSON encoding."""
+"""Small helpers shared by every part: hashing, atomic writes, JSON encoding, file modes."""
 import hashlib
 import os
 import tempfile
@@ -12,6 +12,27 @@ def sha256_file(path: str) -> str:
     return h.hexdigest()
 
 
+def current_umask() -> int:
+    """The process umask (read without changing it where the system says it: Linux /proc)."""
+    try:
+        with open('/proc/self/status', encoding='ascii') as f:
+            for line in f:
+                if line.startswith('Umask:'):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o077)  # elsewhere: set and restore (a racing thread would get the stricter mask)
+    os.umask(old)
+    return old
+
+
+def make_like_normal_file(path: str) -> None:
+    """Give a file (or directory) made by mkstemp/mkdtemp (0600/0700) the mode a normal open()/mkdir() would
+    give it under the umask, so that other users can read what this one writes (shared caches)."""
+    mode = 0o777 if os.path.isdir(path) else 0o666
+    os.chmod(path, mode & ~current_umask())
+
+
 def atomic_write_text(path: str, text: str) -> None:
     """Write a text file so that readers see the old content or the new one, never a partial file."""
     d = os.path.dirname(path) or '.'
@@ -20,6 +41,7 @@ def atomic_write_text(path: str, text: str) -> None:
     try:
         with os.fdopen(fd, 'w', encoding='utf-8') as f:
             f.write(text)
+        make_like_normal_file(tmp)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -218,6 +218,37 @@ def test_each_book_is_tokenised_once_per_tokenizer_and_reloaded_from_disk(books_
     assert hs.place(again, NEEDLE, 1000, 0.4).text == hs.place(first, NEEDLE, 1000, 0.4).text
 
 
+@pytest.mark.parametrize('kind', ['tiktoken', 'twin', 'hf'])
+def test_crlf_books_are_read_as_the_authors_text_mode_read_them(books_dir, hf_tokenizer, kind, tmp_path):
+    """The authors open books in text mode (universal newlines): \\r\\n and a lone \\r are \\n. A book with
+    such line ends gives the tokens, line breaks and samples of the same book with \\n, and no \\r anywhere;
+    byte offsets index the translated bytes."""
+    tok = _tokenizers(hf_tokenizer)[kind]
+    lf = _books(books_dir)[1]  # the multi-byte one
+    text = open(lf, encoding='utf-8').read()
+    lines = text.split('\n')
+    odd = tmp_path / 'crlf_book.txt'
+    odd.write_bytes(''.join(line + ('\r' if i % 5 == 4 else '\r\n') for i, line in enumerate(lines[:-1]))
+                    .encode('utf-8') + lines[-1].encode('utf-8'))
+    assert b'\r\n' in odd.read_bytes() and open(odd, encoding='utf-8').read() == text  # Python's text mode
+    hs._MEMO.clear()
+    a, b = hs.load_book(lf, tok), hs.load_book(str(odd), tok)
+    assert b.tokens.tolist() == a.tokens.tolist() == tok.encode(text)
+    assert b.line_breaks.tolist() == a.line_breaks.tolist()
+    assert (b.offsets is None) == (kind == 'hf')
+    rng = np.random.RandomState(1)
+    for _ in range(20):
+        x, y = sorted(rng.randint(0, len(b), size=2))
+        assert b.decode(x, y) == tok.decode(b.tokens[x:y].tolist())
+    for d in DEPTHS[::5]:
+        pl = hs.place(b, NEEDLE, 250, float(d))
+        assert pl.text == hs.place(a, NEEDLE, 250, float(d)).text and '\r' not in pl.text
+    hs._MEMO.clear()  # and from the disk cache
+    again = hs.load_book(str(odd), tok)
+    assert again.tokens.tolist() == a.tokens.tolist() and hs.place(again, NEEDLE, 250, 0.5).text == \
+        hs.place(a, NEEDLE, 250, 0.5).text
+
+
 def test_depth_grids():
     assert np.allclose(hs.depth_grid(26), np.arange(26) * 0.04)
     assert np.allclose(hs.depth_grid(11), np.arange(11) * 0.1)

@@ -66,3 +66,40 @@ def test_manifest_detects_a_changed_file(tmp_path):
     f.write_text('[1, 2, 4]')
     with pytest.raises(DataIntegrityError, match='corrupt or was changed'):
         find_file(SRC, ['x/a.json'], path=str(tmp_path))
+
+
+def test_manifest_check_reads_the_file_even_with_size_and_mtime_restored(tmp_path):
+    """A file changed in place after its manifest, with its size and mtime put back, still fails: the hash
+    memo of the dataset cache (keyed by path, size, mtime) does not stand in for the manifest check."""
+    import os
+    (tmp_path / 'x').mkdir()
+    f = tmp_path / 'x' / 'a.json'
+    f.write_text('[1, 2, 3]')
+    write_manifest(str(tmp_path))
+    assert find_file(SRC, ['x/a.json'], path=str(tmp_path)) == str(f)  # verified once (the memo is now warm)
+    st = os.stat(f)
+    f.write_text('[1, 2, 4]')
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(f).st_size == st.st_size and os.stat(f).st_mtime_ns == st.st_mtime_ns
+    with pytest.raises(DataIntegrityError, match='corrupt or was changed'):
+        find_file(SRC, ['x/a.json'], path=str(tmp_path))
+
+
+@pytest.mark.parametrize('content, reason', [
+    ('{"files": {"x/a.json": "ab', 'not JSON'),
+    ('{"files": ["x/a.json"]}', '"files" is a JSON list'),
+    ('[]', 'a JSON list, not an object'),
+    ('{"files": {"x/a.json": 12}}', 'not a sha256 hex digest'),
+])
+def test_a_corrupt_manifest_is_a_clear_error_naming_it(tmp_path, content, reason):
+    (tmp_path / 'x').mkdir()
+    (tmp_path / 'x' / 'a.json').write_text('[]')
+    (tmp_path / MANIFEST).write_text(content)
+    with pytest.raises(DataIntegrityError) as e:
+        find_file(SRC, ['x/a.json'], path=str(tmp_path))
+    msg = str(e.value)
+    assert str(tmp_path / MANIFEST) in msg and reason in msg
+    assert f'python -m opencompass_longctx.sources manifest {tmp_path}' in msg
+    # the command it names repairs it
+    write_manifest(str(tmp_path))
+    assert find_file(SRC, ['x/a.json'], path=str(tmp_path)) == str(tmp_path / 'x' / 'a.json')

@@ -2,15 +2,19 @@
 
 No OpenCompass import: usable stand-alone.
 
+Reading: the book's line ends are translated as the authors' text-mode ``open()`` does (universal newlines:
+``\r\n`` and a lone ``\r`` become ``\n``); nothing else is changed.
+
 Preprocessing (spec §4.1), once per (book sha256, tokenizer fingerprint), stored under
-``<cache root>/nolima_books/<key>/``:
+``<cache root>/nolima_books/<key>/`` (a checked, atomic cache entry, see ``cache.write_entry``):
 
 * the book's tokens (no special tokens);
 * the *line-break tokens*: indices of tokens whose individually decoded string contains ``"\\n"``, plus 0;
-* for tiktoken tokenizers, the byte offset of every token. tiktoken's ``decode(ids)`` is by definition the
-  concatenation of the tokens' bytes decoded as UTF-8 with ``errors='replace'``, and encoding is lossless, so
+* for byte-exact tokenizers (tiktoken, and the exact tiktoken twin of a byte-level BPE Hugging Face tokenizer
+  whose decode is its tokens' bytes), the byte offset of every token. Their ``decode(ids)`` is the concatenation
+  of the tokens' bytes decoded as UTF-8 with ``errors='replace'``, and encoding is lossless, so
   ``decode(tokens[a:b])`` equals ``book_bytes[off[a]:off[b]].decode('utf-8', 'replace')``: a sample is a slice
-  of the book, never a re-tokenisation. Hugging Face tokenizers use their own default ``decode`` on the token
+  of the book, never a re-tokenisation. Other tokenizers use their own default ``decode`` on the token
   slice (as the authors do), which is exact but slower.
 
 Standard placement (spec §4.2), for haystack length ``L`` (tokens) and depth ``d``:
@@ -26,22 +30,18 @@ distractor insertion of the distractor variant (spec §4.3), with the authors' q
 """
 import bisect
 import hashlib
-import json
 import os
-import shutil
-import tempfile
-import uuid
+import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from ..cache import cache_root, file_digest
-from ..util import atomic_write_text
+from ..cache import CachePermissionError, EntryDamaged, cache_root, drop_entry, file_digest, read_entry, write_entry
 from .needles import NoLiMaError
 
-PREPROCESS_VERSION = 1
+PREPROCESS_VERSION = 2  # 2: line ends translated as in text mode
 PARTS_CACHE_SIZE = 64  # decoded windows kept per book (26 depths of a tier, and then some)
 
 
@@ -143,10 +143,19 @@ def _line_break_table(tokenizer, ids: np.ndarray, byte_exact: bool) -> Tuple[np.
     return np.array(['\n' in tokenizer.decode([int(t)]) for t in ids], dtype=bool), None
 
 
-def preprocess(path: str, tokenizer) -> Dict[str, np.ndarray]:
+def read_book(path: str) -> bytes:
+    """The book's UTF-8 bytes with line ends translated as the authors' text-mode read does (universal
+    newlines: ``\r\n`` and a lone ``\r`` become ``\n``). Token offsets index these bytes."""
     with open(path, 'rb') as f:
         raw = f.read()
-    text = raw.decode('utf-8')  # verbatim: no newline translation, no normalisation
+    if b'\r' in raw:
+        raw = raw.replace(b'\r\n', b'\n').replace(b'\r', b'\n')
+    return raw
+
+
+def preprocess(path: str, tokenizer) -> Dict[str, np.ndarray]:
+    raw = read_book(path)
+    text = raw.decode('utf-8')  # no other normalisation (the tokenizer's own normaliser aside)
     tokens = np.asarray(tokenizer.encode(text), dtype=np.int64)
     if tokens.size == 0:
         raise NoLiMaError(f'{path}: the book is empty')
@@ -160,7 +169,7 @@ def preprocess(path: str, tokenizer) -> Dict[str, np.ndarray]:
     if nbytes is not None:
         offsets = np.zeros(tokens.size + 1, dtype=np.int64)
         np.cumsum(nbytes[inverse], out=offsets[1:])
-        if offsets[-1] == len(raw):  # tiktoken is lossless; otherwise fall back to decode()
+        if offsets[-1] == len(raw):  # byte-exact tokens are slices of the book; otherwise decode()
             out['offsets'] = offsets
     return out
 
@@ -174,46 +183,39 @@ def book_cache_dir(digest: str, tokenizer) -> str:
 
 
 def load_book(path: str, tokenizer) -> BookTokens:
-    """The book tokenised by ``tokenizer``: from memory, else from the disk cache, else built and cached."""
+    """The book tokenised by ``tokenizer``: from memory, else from the disk cache (an entry of the dataset
+    cache's kind: checked, atomic), else built and cached."""
     digest = file_digest(path)
     memo_key = (digest, tokenizer.fingerprint)
     if memo_key in _MEMO:
         return _MEMO[memo_key]
     d = book_cache_dir(digest, tokenizer)
     arrays = None
-    if os.path.isfile(os.path.join(d, 'meta.json')):
+    if os.path.isdir(d):
         try:
-            with open(os.path.join(d, 'meta.json'), encoding='utf-8') as f:
-                meta = json.load(f)
+            meta = read_entry(d)
             arrays = {k: np.load(os.path.join(d, f'{k}.npy'), mmap_mode='r') for k in meta['arrays']}
             if int(arrays['tokens'].shape[0]) != meta['tokens']:
-                raise ValueError('token count mismatch')
+                raise EntryDamaged('token count mismatch')
+        except PermissionError:
+            raise
         except Exception as e:  # noqa: BLE001 - damaged entry: rebuild
-            print(f'[opencompass_longctx] book cache {d} is damaged ({type(e).__name__}: {e}); rebuilding')
-            shutil.rmtree(d, ignore_errors=True)
+            drop_entry(d, f'{type(e).__name__}: {e}')
             arrays = None
     if arrays is None:
         arrays = preprocess(path, tokenizer)
-        parent = os.path.dirname(d)
-        os.makedirs(parent, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=f'.{uuid.uuid4().hex[:8]}-', dir=parent)
-        try:
+
+        def fill(tmp: str) -> Dict:
             for k, v in arrays.items():
                 np.save(os.path.join(tmp, f'{k}.npy'), v)
-            atomic_write_text(os.path.join(tmp, 'meta.json'), json.dumps(
-                {'book': os.path.basename(path), 'sha256': digest, 'tokenizer': tokenizer.name,
-                 'fingerprint': tokenizer.fingerprint, 'tokens': int(arrays['tokens'].shape[0]),
-                 'line_breaks': int(arrays['line_breaks'].shape[0]), 'arrays': sorted(arrays)}, indent=1))
-            try:
-                os.rename(tmp, d)
-            except OSError:  # another process finished first
-                pass
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    raw = None
-    if 'offsets' in arrays:
-        with open(path, 'rb') as f:
-            raw = f.read()
+            return {'book': os.path.basename(path), 'sha256': digest, 'tokenizer': tokenizer.name,
+                    'fingerprint': tokenizer.fingerprint, 'tokens': int(arrays['tokens'].shape[0]),
+                    'line_breaks': int(arrays['line_breaks'].shape[0]), 'arrays': sorted(arrays)}
+        try:
+            write_entry(d, fill, f'the NoLiMa book cache entry for {path}')
+        except CachePermissionError as e:  # the book is tokenised (in memory); only the cache is not written
+            print(f'[opencompass_longctx] {e}', file=sys.stderr)
+    raw = read_book(path) if 'offsets' in arrays else None
     book = BookTokens(path, tokenizer, arrays['tokens'], np.asarray(arrays['line_breaks']),
                       arrays.get('offsets'), raw, digest)
     _MEMO[memo_key] = book
