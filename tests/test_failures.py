@@ -147,7 +147,8 @@ def test_a_failing_dataset_is_in_the_table_and_fails_the_run_on_request(tmp_path
     assert 'babilong_qa1_0k' not in table.split('Partial rows')[0].split('Failed or missing')[1]  # it ran
     # the opt-in, re-summarising the same run (-m viz): by environment variable, then by the summarizer option
     ts = os.path.basename(run)
-    proc = run_opencompass([str(cfg), '-w', 'out', '-m', 'viz', '-r', ts], tmp_path, dict(env, LONGCTX_FAIL_ON_MISSING='1'))
+    proc = run_opencompass([str(cfg), '-w', 'out', '-m', 'viz', '-r', ts], tmp_path,
+                           dict(env, LONGCTX_FAIL_ON_MISSING='1'))
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert 'Long-context tier table' in proc.stdout and 'Traceback' not in proc.stderr
     assert '2 dataset(s) of the run failed or have no usable result' in proc.stderr and unknown in proc.stderr

@@ -28,6 +28,7 @@ BAD = {
                      ['counts.n is "ten" (str), not a whole number']),
 }
 ABBRS = [f'longbio_{c}_{t}' for t in TIERS for c in ('standard', 'calculation', 'idk')]
+NOLIMA = 'nolima_main_1k'
 
 
 def make_run(root, bad):
@@ -38,6 +39,7 @@ def make_run(root, bad):
             (res / f'{abbr}.json').write_text(json.dumps(GOOD))
     name, text, _ = BAD[bad]
     (res / f'{name}.json').write_text(text)
+    (res / f'{NOLIMA}.json').write_text(text)  # read by the NoLiMa summarizer
     return name
 
 
@@ -60,18 +62,21 @@ def test_a_bad_result_file_is_a_missing_cell_with_its_reason(tmp_path, bad):
     assert any(os.path.basename(p) == f'depth_longbio_{MODEL}.png' for p in paths['plots'])
 
 
-def _config(root):
-    datasets = [dict(abbr=a, type='opencompass_longctx.longbio.dataset.LongBioDataset', tier=a.rsplit('_', 1)[1],
+def _config(root, nolima=False):
+    types = {a: 'opencompass_longctx.longbio.dataset.LongBioDataset' for a in ABBRS}
+    if nolima:
+        types[NOLIMA] = 'opencompass_longctx.nolima.dataset.NoLiMaDataset'
+    datasets = [dict(abbr=a, type=t, tier=a.rsplit('_', 1)[1],
                      infer_cfg=dict(retriever=dict(type='ZeroRetriever'),
                                     inferencer=dict(type='opencompass_longctx.inferencer.LongCtxGenInferencer')))
-                for a in ABBRS]
+                for a, t in types.items()]
     return dict(models=[dict(abbr=MODEL, max_seq_len=4096)], datasets=datasets, work_dir=str(root))
 
 
 @pytest.mark.parametrize('bad', list(BAD))
 def test_the_summarizers_survive_bad_result_files(tmp_path, bad, capsys):
     name, words = make_run(tmp_path, bad), BAD[bad][2]
-    cfg = ConfigDict(_config(tmp_path))
+    cfg = ConfigDict(_config(tmp_path, nolima=True))
     report = LongCtxSummarizer(cfg, plots=True).summarize(time_str='t')
     out = capsys.readouterr().out
     assert 'Long-context tier table' in out and f'- {MODEL}/{name}: ' in out and words[0] in out
@@ -80,8 +85,9 @@ def test_the_summarizers_survive_bad_result_files(tmp_path, bad, capsys):
     assert ours and ours[0].rstrip().endswith('50.00' if bad == 'string count' else '-')
     good = next(a for a in ABBRS if a != name)
     assert any(ln.startswith(good + ' ') and ln.rstrip().endswith('50.00') for ln in out.splitlines())
-    assert [f.dataset for f in report['failures']] == [name]
+    assert [f.dataset for f in report['failures']] == [name, NOLIMA]
     NoLiMaSummarizer(cfg).summarize(time_str='t')  # the NoLiMa summarizer reads results the same way
+    assert 'nolima_main_1k ' in capsys.readouterr().out
 
 
 def test_report_cli_on_bad_result_files_with_plots(tmp_path):

@@ -78,7 +78,9 @@ class NoLiMaSummarizer(RobustSummarizer):
         if not res or 'error' in res or not isinstance(details, list):
             return None  # no result, or one that cannot be used (OpenCompass's table shows '-')
         recs = [{k: _unwrap(d.get(k)) for k in _DETAIL_KEYS} for d in details if isinstance(d, dict)]
-        return [r for r in recs if not r['over_length']]  # not applicable: left out of every aggregate
+        # over-length tests are not applicable: left out of every aggregate; so is a detail that is not a test's
+        return [r for r in recs if not r['over_length'] and isinstance(r['context_length'], int)
+                and r['pair'] is not None and r['correct'] is not None]
 
     def nolima_reports(self):
         """{model_abbr: {variant: report}} from the per-test details of every NoLiMa result."""

@@ -34,13 +34,12 @@ class Failure:
         return f'{self.model}/{self.dataset}: {self.stage} failed: {self.reason}{where}'
 
 
-def _read_ends(path: str) -> Tuple[str, str]:
+def _read(path: str, tail: Optional[bool]) -> str:
+    """The head of a log (tail=False), its tail (True) or all of it (None)."""
     with open(path, 'rb') as f:
-        head = f.read(_HEAD)
-        size = f.seek(0, os.SEEK_END)
-        f.seek(max(size - _TAIL, 0))
-        tail = f.read()
-    return head.decode('utf-8', 'replace'), tail.decode('utf-8', 'replace')
+        if tail:
+            f.seek(max(f.seek(0, os.SEEK_END) - _TAIL, 0))
+        return f.read(-1 if tail is None else _TAIL if tail else _HEAD).decode('utf-8', 'replace')
 
 
 def last_exception(text: str) -> Optional[str]:
@@ -67,31 +66,33 @@ def _prediction_exists(run: str, model: str, abbr: str) -> bool:
 
 
 class _Logs:
-    """The task logs of one run, each read at most once."""
+    """The task logs of one run: each log's head (its task line), tail (its traceback) or whole text read once."""
 
     def __init__(self, run: str):
         self.run = run
-        self._ends: Dict[str, Tuple[str, str]] = {}
+        self._text: Dict[Tuple[str, Optional[bool]], str] = {}
+        self._tasks: Optional[Dict[str, Tuple[str, int, List[str]]]] = None
 
-    def ends(self, path: str) -> Tuple[str, str]:
-        if path not in self._ends:
-            self._ends[path] = _read_ends(path)
-        return self._ends[path]
+    def text(self, path: str, tail: Optional[bool] = True) -> str:
+        if (path, tail) not in self._text:
+            self._text[(path, tail)] = _read(path, tail)
+        return self._text[(path, tail)]
 
     def infer_log(self, model: str, abbr: str) -> Tuple[Optional[str], Optional[int], List[str]]:
-        """(log path, position of the dataset in its task, the task's entries) of the infer task that held it."""
-        me = f'{model}/{abbr}'
+        """(log path, position of the dataset in its task, the task's entries) of the infer task that held it,
+        from the first line of every infer log (``Task [model/abbr,...]``)."""
+        if self._tasks is None:
+            self._tasks = {}
+            for path in sorted(glob.glob(os.path.join(self.run, 'logs', 'infer', '*', '*.out'))):
+                m = _TASK.search(_read(path, tail=False))
+                entries = m.group(1).split(',') if m else []
+                for i, entry in enumerate(entries):
+                    self._tasks.setdefault(entry, (path, i, entries))
+        hit = self._tasks.get(f'{model}/{abbr}')
+        if hit:
+            return hit
         direct = os.path.join(self.run, 'logs', 'infer', model, f'{abbr}.out')
-        paths = [direct] if os.path.isfile(direct) else []
-        paths += sorted(p for p in glob.glob(os.path.join(self.run, 'logs', 'infer', '*', '*.out')) if p != direct)
-        for path in paths:
-            m = _TASK.search(self.ends(path)[0])
-            entries = m.group(1).split(',') if m else []
-            if me in entries:
-                return path, entries.index(me), entries
-            if path == direct and not m:
-                return path, None, []  # the task died before it logged its datasets
-        return None, None, []
+        return (direct, None, []) if os.path.isfile(direct) else (None, None, [])  # died before its task line
 
     def eval_log(self, model: str, abbr: str, order: Sequence[str]) -> Tuple[Optional[str], List[str]]:
         """(log path, the datasets before this one in its task) of the eval task that held the dataset. Eval logs
@@ -131,14 +132,14 @@ def find_failures(run: str, expected: Sequence[Tuple[str, str]], result: Callabl
         before: List[str] = []  # the dataset of the same task where it stopped, when that came first
         if not _prediction_exists(run, model, abbr):
             stage, (path, pos, entries) = 'infer', logs.infer_log(model, abbr)
-            if pos is not None:
-                m = list(_PROGRESS.finditer(logs.ends(path)[1]))  # the dataset the task was on when it stopped
+            if pos is not None and len(entries) > 1:  # the dataset the task was on when it stopped
+                m = list(_PROGRESS.finditer(logs.text(path, tail=None)))
                 at = int(m[-1].group(1)) - 1 if m else pos
                 before = [entries[at].split('/', 1)[-1]] if 0 <= at < pos else []
         else:
             stage, (path, chunk) = 'eval', logs.eval_log(model, abbr, order[model])
             before = [a for a in chunk if not usable(result(model, a))][:1]  # it stops at the first failure
-        exc = last_exception(logs.ends(path)[1]) if path else None
+        exc = last_exception(logs.text(path)) if path else None
         if res is not None:  # OpenCompass's evaluator wrote {'error': ...} instead of a score
             reason = str(res['error'])
         elif path is None:
