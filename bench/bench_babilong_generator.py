@@ -1,22 +1,37 @@
-"""Benchmark: BABILong generator speed (vs one encode of the same text) and peak memory.
+"""Benchmark: BABILong generator speed (vs one encode of the same text), num_proc=1 vs 2, and peak memory.
 
     python bench/bench_babilong_generator.py [--dir bench/results/generator_inputs] [--books 20]
+                                             [--write-tier 1m] [--write-samples 20] [--num-proc 1,2]
 
 Inputs are written by the project (bAbI-format stories, plain-text books of made-up sentences; 20 books of
 ~2.3 MB each, the size of the PG19 test split). In one process: per sample, the time of ``Generator.make``
 and, right after, the time of one encode of the sample's final text with the same tokenizer layer
-(``Tokenizer.count``); medians over 5 samples at 128k and 5 at 1m. In a fresh process: 20 samples at 1m
-written to disk, peak RSS.
+(``Tokenizer.count``); medians over 5 samples at 128k and 5 at 1m. In a fresh process per --num-proc:
+--write-samples samples at --write-tier written to disk by ``generator.write`` (the CLI), with wall time,
+CPU time of the process and of its workers, peak RSS of the process and of its largest worker, and the time
+expected on 16 cores; the files are checked to be byte-identical across --num-proc.
 """
 import argparse
+import hashlib
 import os
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import measure, report  # noqa: E402
+from common import measure, report, scaling  # noqa: E402
+
+
+def disk_digest(root: str) -> str:
+    h = hashlib.sha256()
+    for d, _, fs in sorted(os.walk(root)):
+        for f in sorted(fs):
+            h.update(f.encode())
+            with open(os.path.join(d, f), 'rb') as fh:
+                h.update(fh.read())
+    return h.hexdigest()
 
 
 def main(argv=None):
@@ -24,6 +39,9 @@ def main(argv=None):
     ap.add_argument('--dir', default='bench/results/generator_inputs')
     ap.add_argument('--books', type=int, default=20)
     ap.add_argument('--samples', type=int, default=5)
+    ap.add_argument('--write-tier', default='1m')
+    ap.add_argument('--write-samples', type=int, default=20)
+    ap.add_argument('--num-proc', default='1,2')
     args = ap.parse_args(argv)
 
     from opencompass_longctx import demo_data
@@ -53,15 +71,28 @@ def main(argv=None):
                  (f'{tier}: one encode of its final text (median)', f'{statistics.median(enc_s):.3f} s ({n} tokens)'),
                  (f'{tier}: ratio generate/encode (median; per sample)',
                   f'{statistics.median(ratios):.2f}x; ' + ', '.join(f'{r:.2f}' for r in ratios))]
-    out = tempfile.mkdtemp(prefix='babilong_gen_')
-    big = measure(
-        'from opencompass_longctx.babilong.generator import Generator, write\n'
-        f'gen = Generator({babi!r}, {books!r}); gen.make("qa1", "1k", 0, 0)',
-        f'RESULT = write(gen, {out!r}, ["1m"], ["qa1"], 20, progress=False)', {'LONGCTX_PROGRESS': '0'})
-    rows += [('20 samples at 1m written to disk', f'{big["seconds"]:.1f} s'),
-             ('peak RSS for that process', f'{big["peak_rss_mib"]:.0f} MiB total '
-                                            f'({big["peak_rss_mib"] - big["rss_before_mib"]:.0f} MiB over the '
-                                            'state after loading books and tokenizer)')]
+    digests, runs = set(), {}
+    for num_proc in [int(x) for x in args.num_proc.split(',')]:
+        out = tempfile.mkdtemp(prefix='babilong_gen_')
+        r = runs[num_proc] = measure(
+            'from opencompass_longctx.babilong.generator import Generator, write\n'
+            f'gen = Generator({babi!r}, {books!r}); gen.make("qa1", "1k", 0, 0)',
+            f'RESULT = write(gen, {out!r}, [{args.write_tier!r}], ["qa1"], {args.write_samples}, progress=False, '
+            f'num_proc={num_proc})', {'LONGCTX_PROGRESS': '0'})
+        digests.add(disk_digest(os.path.join(out, 'data')))
+        shutil.rmtree(out, ignore_errors=True)
+        what = f'{args.write_samples} samples at {args.write_tier} written to disk, num_proc={num_proc}'
+        rows += [(f'{what}: wall time', f'{r["seconds"]:.1f} s'),
+                 (f'{what}: CPU time', f'process {r["cpu_s"]:.1f} s, workers {r["workers_cpu_s"]:.1f} s'),
+                 (f'{what}: peak RSS', f'process {r["peak_rss_mib"]:.0f} MiB ({r["peak_rss_mib"] - r["rss_before_mib"]:.0f}'
+                                       f' MiB over the state after loading books and tokenizer), largest worker '
+                                       f'{r["worker_peak_rss_mib"]:.0f} MiB')]
+        if num_proc > 1:
+            rows.append((f'{what}: expected on 16 cores', scaling(r, num_proc)))
+            if 1 in runs:
+                rows.append((f'{what}: speed-up over num_proc=1 (this machine)',
+                             f'{runs[1]["seconds"] / r["seconds"]:.2f}x'))
+    rows.append(('files byte-identical across num_proc', 'yes' if len(digests) == 1 else 'NO'))
     report('BABILong generator', rows, os.path.join('bench', 'results', 'babilong_generator.json'))
     return 0
 

@@ -1,19 +1,24 @@
 """Benchmark: building one NoLiMa tier (58 pairs x 26 depths x 5 books) from local files, first build vs
-cached rebuild, peak memory, and the per-sample cost against the number of tests sharing a book.
+cached rebuild, num_proc=1 vs 2, peak memory, and the per-sample cost against the number of tests sharing a book.
 
     python bench/bench_nolima.py [--dir bench/results/nolima_data] [--tier 32k] [--book-tokens 100000]
-                                 [--hf-tokenizer DIR]
+                                 [--tokenizer qwen] [--num-proc 1,2] [--pairs N]
 
 Writes the project's stand-in NoLiMa data (the licensed data is not needed): the 58-pair main set and five
-books of ``--book-tokens`` tokens (offline default tokenizer, tiktoken cl100k_base). Then, each in a fresh
-process as OpenCompass does (a new process starts with empty in-memory caches):
+books of ``--book-tokens`` tokens. Lengths are counted in ``--tokenizer``: ``qwen`` (default) is a Qwen2.5
+Hugging Face tokenizer directory written offline by ``opencompass_longctx.qwen_tokenizer_dir`` (read through
+its exact tiktoken twin), or give ``default`` (tiktoken:cl100k_base) or any tokenizer name. Then, each in a
+fresh process as OpenCompass does (a new process starts with empty in-memory caches):
   1. first build of the tier, with empty caches: tokenise the 5 books (once each), place 7,540 needles,
      write the dataset cache;
   2. second build (served by the dataset cache);
   3. the same through OpenCompass's dataset class (what each infer/eval subprocess pays);
   4. per-sample cost with the books already tokenised (book cache warm, dataset cache cold), for 1 pair
-     (130 samples) and for all 58 pairs (7,540 samples);
-  5. optionally the first build with a Hugging Face tokenizer (``--hf-tokenizer``; lengths in its tokens).
+     (130 samples) and for all pairs, with each --num-proc: wall time, CPU time of the process and of its
+     workers, peak memory of the process and of its largest worker, and the time expected on 16 cores; and
+     each num_proc > 1 once more with a pool forced (parallel.plan keeps a build in one process when starting
+     workers would cost more than they save: the row is a slice of a tokenised book, and the cache writer in
+     the parent process does most of the work).
 Peak memory is the process's peak RSS during the build minus its RSS after imports.
 """
 import argparse
@@ -23,7 +28,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import measure, report  # noqa: E402
+from common import disk_mb, measure, report, scaling  # noqa: E402
 
 
 def main(argv=None):
@@ -31,45 +36,54 @@ def main(argv=None):
     ap.add_argument('--dir', default='bench/results/nolima_data')
     ap.add_argument('--tier', default='32k')
     ap.add_argument('--book-tokens', type=int, default=100000)
-    ap.add_argument('--hf-tokenizer', default=None, help='also time a first build with this HF tokenizer dir')
+    ap.add_argument('--tokenizer', default='qwen',
+                    help="'qwen' (a Qwen2.5 HF directory written offline; default), 'default' or a tokenizer name")
+    ap.add_argument('--num-proc', default='1,2', help='num_proc values of the per-sample builds (default 1,2)')
+    ap.add_argument('--pairs', type=int, default=None, help='pairs of the main set (default: all 58)')
+    ap.add_argument('--no-force-pool', action='store_true',
+                    help='skip the build with a pool forced even where parallel.plan keeps it in one process')
     args = ap.parse_args(argv)
 
     from opencompass_longctx.nolima import sample_data
     from opencompass_longctx.tokenization import get_tokenizer
     data_dir = os.path.abspath(args.dir)
+    if args.tokenizer == 'qwen':
+        from opencompass_longctx.qwen_tokenizer_dir import build
+        tokenizer = os.path.join(data_dir, 'qwen2.5-tokenizer')
+        if not os.path.isfile(os.path.join(tokenizer, 'tokenizer.json')):
+            build(tokenizer)
+    else:
+        tokenizer = None if args.tokenizer == 'default' else args.tokenizer
+    tok = get_tokenizer(tokenizer)
     books = [os.path.join(data_dir, 'haystack', 'rand_shuffle', f'rand_book_{i}.txt') for i in range(1, 6)]
-    tok = get_tokenizer(None)
     gen_s = None
     if not all(os.path.isfile(b) for b in books) or \
-            min(len(tok.encode(open(b, encoding='utf-8').read())) for b in books) < args.book_tokens:
-        shutil.rmtree(data_dir, ignore_errors=True)
+            min(tok.count(open(b, encoding='utf-8').read()) for b in books) < args.book_tokens:
+        for sub in ('haystack', 'needlesets'):
+            shutil.rmtree(os.path.join(data_dir, sub), ignore_errors=True)
         t = time.perf_counter()
         sample_data.write(data_dir, book_tokens=args.book_tokens)
         gen_s = time.perf_counter() - t
-    book_tokens = [len(tok.encode(open(b, encoding='utf-8').read())) for b in books]
+    book_tokens = [tok.count(open(b, encoding='utf-8').read()) for b in books]
 
     cache = os.path.join(data_dir, '_cache')
     shutil.rmtree(cache, ignore_errors=True)
     env = {'LONGCTX_CACHE_DIR': cache, 'LONGCTX_PROGRESS': '0'}
     setup = ('import warnings; warnings.simplefilter("ignore"); import sys, io; '
              'from opencompass_longctx.nolima.dataset import load_nolima, NoLiMaDataset')
-    call = f'tier={args.tier!r}, path={data_dir!r}'
+    base = f'tier={args.tier!r}, path={data_dir!r}, tokenizer={tokenizer!r}'
+    call = base + (f', pairs={args.pairs}' if args.pairs else '')
     quiet = 'sys.stderr = io.StringIO(); '
-    first = measure(setup, quiet + f'RESULT = len(load_nolima({call}))', env)
+    first = measure(setup, quiet + f'RESULT = len(load_nolima({call}, num_proc=1))', env)
     second = measure(setup, quiet + f'RESULT = len(load_nolima({call}))', env)
     oc = measure(setup, quiet + f"RESULT = len(NoLiMaDataset(reader_cfg=dict(input_columns=['prompt'], "
                                 f"output_column='answer'), abbr='n', {call}).test)", env)
-    size_mb = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(os.path.join(cache, 'nolima'))
-                  for f in fs) / 1e6
-    # per-sample cost with the books already tokenised (different pair selections = different cache keys)
-    one = measure(setup, quiet + f'RESULT = len(load_nolima({call}, pairs=1))', env)
-    shutil.rmtree(os.path.join(cache, 'nolima'), ignore_errors=True)
-    full = measure(setup, quiet + f'RESULT = len(load_nolima({call}))', env)
+    size_mb = disk_mb(os.path.join(cache, 'nolima'))
     rows = [
         ('data', f'{os.path.relpath(data_dir)}: 58-pair main set, 5 books of {min(book_tokens):,}-'
-                 f'{max(book_tokens):,} tokens (tiktoken cl100k_base)'),
+                 f'{max(book_tokens):,} tokens ({tok.name}, engine {tok.engine})'),
         ('generate data (sample_data)', f'{gen_s:.1f} s' if gen_s is not None else 'reused'),
-        (f'first build {args.tier} (tokenise books + {first["result"]:,} samples + cache write)',
+        (f'first build {args.tier} (tokenise books + {first["result"]:,} samples + cache write), num_proc=1',
          f'{first["seconds"]:.2f} s'),
         ('second build (cache)', f'{second["seconds"]:.3f} s = {100 * second["seconds"] / first["seconds"]:.1f}% '
                                  f'of the first, {100 * second["seconds"] / 60:.1f}% of the 60 s budget'),
@@ -80,20 +94,33 @@ def main(argv=None):
          f'{first["rss_before_mib"]:.0f} MiB; peak RSS {first["peak_rss_mib"]:.0f} MiB)'),
         ('peak memory, cached reload (RSS over baseline)',
          f'{second["peak_rss_mib"] - second["rss_before_mib"]:.0f} MiB'),
-        ('per sample, books cached: 1 pair', f'{1000 * one["seconds"] / one["result"]:.2f} ms '
-                                             f'({one["result"]} samples in {one["seconds"]:.2f} s)'),
-        ('per sample, books cached: 58 pairs', f'{1000 * full["seconds"] / full["result"]:.2f} ms '
-                                               f'({full["result"]:,} samples in {full["seconds"]:.2f} s)'),
     ]
-    if args.hf_tokenizer:
-        hf_cache = os.path.join(data_dir, '_cache_hf')
-        shutil.rmtree(hf_cache, ignore_errors=True)
-        hf = measure(setup, quiet + f'RESULT = len(load_nolima({call}, tokenizer={args.hf_tokenizer!r}))',
-                     {'LONGCTX_CACHE_DIR': hf_cache, 'LONGCTX_PROGRESS': '0'})
-        rows.append((f'first build with HF tokenizer {os.path.basename(args.hf_tokenizer.rstrip("/"))}',
-                     f'{hf["seconds"]:.2f} s, peak RSS over baseline '
-                     f'{hf["peak_rss_mib"] - hf["rss_before_mib"]:.0f} MiB'))
-        shutil.rmtree(hf_cache, ignore_errors=True)
+    # per-sample cost with the books already tokenised (different pair selections = different cache keys)
+    one = measure(setup, quiet + f'RESULT = len(load_nolima({base}, pairs=1, num_proc=1))', env)
+    rows.append(('per sample, books cached: 1 pair', f'{1000 * one["seconds"] / one["result"]:.2f} ms '
+                                                    f'({one["result"]} samples in {one["seconds"]:.2f} s)'))
+    runs = {}
+    procs = [(int(x), False) for x in args.num_proc.split(',')]
+    procs += [] if args.no_force_pool else [(p, True) for p, _ in procs if p > 1]
+    for num_proc, force in procs:
+        shutil.rmtree(os.path.join(cache, 'nolima'), ignore_errors=True)
+        forced = 'import opencompass_longctx.nolima.build as B; B.MIN_PARALLEL_TOKENS = 0; ' if force else ''
+        r = measure(setup, quiet + forced + f'RESULT = len(load_nolima({call}, num_proc={num_proc}))', env)
+        if not force:
+            runs[num_proc] = r
+        what = f'{args.tier} tier, books cached, num_proc={num_proc}' + (' (pool forced)' if force else '')
+        rows += [(f'{what}: wall time', f'{r["seconds"]:.2f} s = {1000 * r["seconds"] / r["result"]:.2f} ms per '
+                                        f'sample ({r["result"]:,} samples)'),
+                 (f'{what}: CPU time', f'process {r["cpu_s"]:.1f} s, workers {r["workers_cpu_s"]:.1f} s'),
+                 (f'{what}: peak memory', f'process {r["peak_rss_mib"]:.0f} MiB (over baseline '
+                                          f'{r["peak_rss_mib"] - r["rss_before_mib"]:.0f}), largest worker '
+                                          f'{r["worker_peak_rss_mib"]:.0f} MiB')]
+        if num_proc > 1:
+            rows.append((f'{what}: expected on 16 cores', scaling(r, num_proc)))
+            if 1 in runs:
+                rows.append((f'{what}: speed-up over num_proc=1 (this machine)',
+                             f'{runs[1]["seconds"] / r["seconds"]:.2f}x'))
+    shutil.rmtree(cache, ignore_errors=True)
     report(f'NoLiMa {args.tier}: build and reload', rows,
            os.path.join('bench', 'results', f'nolima_{args.tier}.json'))
     return 0

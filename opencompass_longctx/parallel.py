@@ -21,9 +21,12 @@ from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 # Defaults of parallel.plan for builds bound by tokenizer passes (LongBioBench, the BABILong generator), in
 # prompt tokens: a build under MIN_PARALLEL_TOKENS in all runs in one process (starting a worker costs about a
-# second, the time to make ~1-4M tokens of data); a chunk holds at most CHUNK_TOKENS (~8 MB of text).
+# second with a tiktoken vocabulary, the time to make ~1-4M tokens of data, and HF_STARTUP times that with a
+# Hugging Face tokenizer directory, whose worker imports transformers); a chunk holds at most CHUNK_TOKENS
+# (~8 MB of text).
 MIN_PARALLEL_TOKENS = 1 << 22
 CHUNK_TOKENS = 1 << 21
+HF_STARTUP = 8
 
 
 class NumProcError(ValueError):
@@ -52,6 +55,11 @@ def progress(total: Optional[int] = None, desc: Optional[str] = None, unit: str 
     from tqdm import tqdm
     return tqdm(total=total, desc=desc, unit=unit, mininterval=5,
                 disable=not enabled or os.environ.get('LONGCTX_PROGRESS', '1') == '0')
+
+
+def startup_factor(tokenizer) -> int:
+    """How much more a worker costs to start with this tokenizer than with a tiktoken vocabulary."""
+    return 1 if tokenizer.kind == 'tiktoken' else HF_STARTUP
 
 
 def plan(n: int, num_proc: int, item_cost: float, min_parallel_cost: float, max_chunk_cost: float,

@@ -48,8 +48,9 @@ def generated_rows(gen, task: str, tier: Tier, samples: int, parts: Dict[str, st
     """Rows of ``samples`` generated samples, made by up to ``num_proc`` processes (the same rows for any
     ``num_proc``)."""
     items = list(enumerate(gen.questions(task, tier, samples)))
+    startup = max(parallel.startup_factor(gen.tok), parallel.startup_factor(tokenizer))
     workers, size = parallel.plan(len(items), num_proc, max(tier.tokens(1000), 1000),
-                                  parallel.MIN_PARALLEL_TOKENS, parallel.CHUNK_TOKENS)
+                                  parallel.MIN_PARALLEL_TOKENS * startup, parallel.CHUNK_TOKENS)
     bar = parallel.progress(len(items), f'BABILong {task} {tier.name} (generating, {workers} '
                                         f'process{"es" * (workers > 1)})')
     try:

@@ -339,7 +339,8 @@ def write(generator: Generator, out_dir: str, tiers: Sequence, tasks: Sequence[s
     items = [(task, tier, i, story) for task in tasks for tier in tiers
              for i, story in enumerate(generator.questions(task, tier, samples))]
     cost = sum(max(t.tokens(1000), 1000) for _, t, _, _ in items) / max(len(items), 1)
-    workers, size = parallel.plan(len(items), workers_wanted, cost, parallel.MIN_PARALLEL_TOKENS,
+    workers, size = parallel.plan(len(items), workers_wanted, cost,
+                                  parallel.MIN_PARALLEL_TOKENS * parallel.startup_factor(generator.tok),
                                   parallel.CHUNK_TOKENS)
     bar = parallel.progress(len(items), f'BABILong generation ({workers} process{"es" * (workers > 1)})',
                             enabled=progress)

@@ -678,8 +678,8 @@ def _rows_of_range(gen: Generator, span: Tuple[int, int]) -> List[Dict]:
 def generate(spec: Spec, num_samples: int, start: int = 0, num_proc: int = 1) -> Iterator[Dict]:
     """All rows of samples start..start+num_samples-1 (a sample is one row; IDK samples are two), in order,
     made by up to ``num_proc`` processes (the same rows for any ``num_proc``; see :mod:`..parallel`)."""
-    workers, size = plan(num_samples, num_proc, max(spec.tier_tokens, 1024), parallel.MIN_PARALLEL_TOKENS,
-                         parallel.CHUNK_TOKENS)
+    workers, size = plan(num_samples, num_proc, max(spec.tier_tokens, 1024),
+                         parallel.MIN_PARALLEL_TOKENS * parallel.startup_factor(spec.tokenizer), parallel.CHUNK_TOKENS)
     end = start + num_samples
     spans = [(a, min(a + size, end)) for a in range(start, end, size)]
     bar = progress(num_samples, f'LongBioBench {spec.cell} {spec.tier} ({workers} process{"es" * (workers > 1)})')

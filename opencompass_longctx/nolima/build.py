@@ -116,8 +116,8 @@ def build_rows(plan: SplitPlan, num_proc: int = 1) -> Iterator[Dict]:
     """The split's rows in (pair, haystack, depth) order, made by up to ``num_proc`` processes (the same rows
     for any ``num_proc``)."""
     rows_per_block = len(plan.depths) if plan.depth_indices is None else len(plan.depth_indices)
-    workers, size = parallel.plan(plan.blocks, num_proc, rows_per_block * plan.L, MIN_PARALLEL_TOKENS,
-                                  CHUNK_TOKENS)
+    workers, size = parallel.plan(plan.blocks, num_proc, rows_per_block * plan.L,
+                                  MIN_PARALLEL_TOKENS * parallel.startup_factor(plan.tokenizer), CHUNK_TOKENS)
     spans = [(a, min(a + size, plan.blocks)) for a in range(0, plan.blocks, size)]
     bar = parallel.progress(plan.blocks * rows_per_block,
                             f'NoLiMa {plan.tier} ({workers} process{"es" * (workers > 1)})')
