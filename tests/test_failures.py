@@ -90,6 +90,22 @@ def test_failed_cells_in_the_table(tmp_path):
     assert build(run, [ModelInfo('m')], abbrs)['rows'][0].cells['1k'].status == 'missing'
 
 
+def test_splits_of_a_dataset_show_its_failure_and_its_na(tmp_path):
+    run = str(tmp_path)
+    details = [{'question_type': ['onehop'], 'correct': [True], 'over_length': [False]}]
+    _write(f'{run}/results/m/nolima_main_250.json', json.dumps({'accuracy': 100.0, 'counts': {'n': 1},
+                                                                'details': details}))
+    over = [dict(d, over_length=[True]) for d in details]
+    _write(f'{run}/results/m/nolima_main_1k.json', json.dumps({'counts': {'n': 1, 'over_length': 1},
+                                                               'details': over}))
+    _write(f'{run}/logs/infer/m/nolima_main_500.out', TRACEBACK.replace('m/a_1k,m/b_1k', 'm/nolima_main_500'))
+    abbrs = ['nolima_main_250', 'nolima_main_500', 'nolima_main_1k']
+    rep = build(run, [ModelInfo('m')], abbrs, expected=[('m', a) for a in abbrs])
+    rows = {r.row: r for r in rep['rows']}
+    for row in ('main', 'main one-hop'):
+        assert [rows[row].cells[t].text() for t in ('250', '500', '1k')] == ['100.0', 'FAIL', 'N/A'], row
+
+
 def test_expected_pairs_follow_model_dataset_combinations():
     m1, m2 = dict(abbr='m1'), dict(abbr='m2')
     d1, d2 = dict(abbr='d1'), dict(abbr='d2')

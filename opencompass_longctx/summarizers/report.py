@@ -5,7 +5,8 @@ order, the mean over the model's tiers, sample counts and 95% confidence interva
 (NoLiMa's: longest tier >= 85% of the model's own short-context base; RULER's: longest tier >= a fixed
 threshold), and the published number beside the measured one where the model has a published counterpart.
 A tier the model cannot hold (tier above its max_seq_len, or every sample over its length) is N/A, never 0,
-and is left out of means; a dataset with no result is shown as missing.
+and is left out of means; a dataset with no usable result is shown as missing ('-', with the reason), one whose
+task failed as FAIL (with the exception and the task log, read from the run's logs).
 """
 import csv
 import io
@@ -290,11 +291,11 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
                 if row.of_rows:
                     cells = {tier: rows_mean_cell([done[r][tier] for r in row.of_rows], row.of_rows)
                              for tier in tiers}
-                elif row.detail_filter:
+                elif row.detail_filter:  # a split of one dataset: FAIL or N/A as the dataset, else its details
                     (task,) = row.tasks
-                    cells = {tier: (detail_cell(result(model.abbr, mine[tier][task]),
-                                                *row.detail_filter)
-                                    if task in mine[tier] else Cell(status='missing', reason=f'not run: {task}'))
+                    cells = {tier: (Cell(status='missing', reason=f'not run: {task}') if task not in mine[tier]
+                                    else task_cells[tier][task] if task_cells[tier][task].status in ('failed', 'n/a')
+                                    else detail_cell(result(model.abbr, mine[tier][task]), *row.detail_filter))
                              for tier in tiers}
                 else:
                     cells = {tier: row_cell(row.tasks, task_cells[tier], row.partial_ok) for tier in tiers}
