@@ -63,10 +63,12 @@ def test_demo_sends_exact_prompts_and_records_details(demo_run):
     _, run_dir, env, _ = demo_run
     from opencompass_longctx.babilong.dataset import load_babilong
     os.environ['LONGCTX_CACHE_DIR'] = env['LONGCTX_CACHE_DIR']
+    from mmengine.config import Config
+    n = Config.fromfile(str(DEMO))['NUM_SAMPLES']
     ds = load_babilong(tier='1k', task='qa2', path=os.path.join(os.path.dirname(os.path.dirname(run_dir)),
-                                                                'babilong'), num_samples=4)
+                                                                'babilong'), num_samples=n)
     preds = json.load(open(os.path.join(run_dir, 'predictions', 'tiny-chat', 'babilong_qa2_1k.json')))
-    assert len(preds) == 4
+    assert len(preds) == n
     for i, p in preds.items():
         (turn,) = p['origin_prompt']  # one user turn, no system message
         assert turn['role'] == 'HUMAN'
@@ -74,11 +76,11 @@ def test_demo_sends_exact_prompts_and_records_details(demo_run):
         assert p['gold'] == ds[int(i)]['target']
     res = json.load(open(os.path.join(run_dir, 'results', 'tiny-chat', 'babilong_qa2_1k.json')))
     details = res['details']  # OpenCompass stores each detail field as a one-element list
-    assert res['counts'] == [{'n': 4, 'correct': sum(d['correct'][0] for d in details),
+    assert res['counts'] == [{'n': n, 'correct': sum(d['correct'][0] for d in details),
                               'invalid_predictions': sum(d.get('invalid_prediction', [False])[0] for d in details),
                               'over_length': 0}]
     assert res['scoring_mode'] == ['official']
-    assert len(details) == 4 and all(d['answer'] == [p['gold']] for d, p in zip(details, preds.values()))
+    assert len(details) == n and all(d['answer'] == [p['gold']] for d, p in zip(details, preds.values()))
 
 
 def oracle_answer(task, target):
