@@ -21,7 +21,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import measure, report, scaling  # noqa: E402
+from common import build_rows, measure, report  # noqa: E402
 
 
 def disk_digest(root: str) -> str:
@@ -82,16 +82,8 @@ def main(argv=None):
         digests.add(disk_digest(os.path.join(out, 'data')))
         shutil.rmtree(out, ignore_errors=True)
         what = f'{args.write_samples} samples at {args.write_tier} written to disk, num_proc={num_proc}'
-        rows += [(f'{what}: wall time', f'{r["seconds"]:.1f} s'),
-                 (f'{what}: CPU time', f'process {r["cpu_s"]:.1f} s, workers {r["workers_cpu_s"]:.1f} s'),
-                 (f'{what}: peak RSS', f'process {r["peak_rss_mib"]:.0f} MiB ({r["peak_rss_mib"] - r["rss_before_mib"]:.0f}'
-                                       f' MiB over the state after loading books and tokenizer), largest worker '
-                                       f'{r["worker_peak_rss_mib"]:.0f} MiB')]
-        if num_proc > 1:
-            rows.append((f'{what}: expected on 16 cores', scaling(r, num_proc)))
-            if 1 in runs:
-                rows.append((f'{what}: speed-up over num_proc=1 (this machine)',
-                             f'{runs[1]["seconds"] / r["seconds"]:.2f}x'))
+        rows.append((f'{what}: wall time', f'{r["seconds"]:.1f} s'))
+        rows += build_rows(what, r, num_proc, runs.get(1))
     rows.append(('files byte-identical across num_proc', 'yes' if len(digests) == 1 else 'NO'))
     report('BABILong generator', rows, os.path.join('bench', 'results', 'babilong_generator.json'))
     return 0

@@ -31,7 +31,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import disk_mb, measure, report, scaling  # noqa: E402
+from common import build_rows, disk_mb, measure, report  # noqa: E402
 
 PER_SAMPLE = r'''
 import statistics, time
@@ -151,17 +151,8 @@ def main(argv=None):
             rows += [(f'{what}: wall time',
                       f'{r["seconds"]:.0f} s = {r["seconds"] / (len(cells) * args.tier_samples):.3f} s per sample '
                       f'({r["result"]:,} rows)'),
-                     (f'{what}: CPU time', f'process {r["cpu_s"]:.0f} s, workers {r["workers_cpu_s"]:.0f} s'),
-                     (f'{what}: peak memory', f'process {r["peak_rss_mib"]:.0f} MiB, largest worker '
-                                              f'{r["worker_peak_rss_mib"]:.0f} MiB'),
                      (f'{what}: cache on disk', f'{r["disk_mb"]:,.0f} MB')]
-            if num_proc > 1:
-                rows.append((f'{what}: expected on 16 cores', scaling(r, num_proc)))
-        if 1 in runs and len(runs) > 1:
-            for num_proc, r in runs.items():
-                if num_proc > 1:
-                    rows.append((f'{args.tier} tier: speed-up num_proc={num_proc} over 1 (this machine)',
-                                 f'{runs[1]["seconds"] / r["seconds"]:.2f}x'))
+            rows += build_rows(what, r, num_proc, runs.get(1))
     rows.append(('all targets met', 'yes' if all(checks) else f'NO ({checks.count(False)} missed)'))
     report('LongBioBench: generation, cached reload, full tier and memory', rows,
            os.path.join('bench', 'results', 'longbio.json'))

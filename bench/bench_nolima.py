@@ -28,7 +28,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import disk_mb, measure, report, scaling  # noqa: E402
+from common import build_rows, disk_mb, measure, report  # noqa: E402
 
 
 def main(argv=None):
@@ -109,17 +109,9 @@ def main(argv=None):
         if not force:
             runs[num_proc] = r
         what = f'{args.tier} tier, books cached, num_proc={num_proc}' + (' (pool forced)' if force else '')
-        rows += [(f'{what}: wall time', f'{r["seconds"]:.2f} s = {1000 * r["seconds"] / r["result"]:.2f} ms per '
-                                        f'sample ({r["result"]:,} samples)'),
-                 (f'{what}: CPU time', f'process {r["cpu_s"]:.1f} s, workers {r["workers_cpu_s"]:.1f} s'),
-                 (f'{what}: peak memory', f'process {r["peak_rss_mib"]:.0f} MiB (over baseline '
-                                          f'{r["peak_rss_mib"] - r["rss_before_mib"]:.0f}), largest worker '
-                                          f'{r["worker_peak_rss_mib"]:.0f} MiB')]
-        if num_proc > 1:
-            rows.append((f'{what}: expected on 16 cores', scaling(r, num_proc)))
-            if 1 in runs:
-                rows.append((f'{what}: speed-up over num_proc=1 (this machine)',
-                             f'{runs[1]["seconds"] / r["seconds"]:.2f}x'))
+        rows.append((f'{what}: wall time', f'{r["seconds"]:.2f} s = {1000 * r["seconds"] / r["result"]:.2f} ms '
+                                           f'per sample ({r["result"]:,} samples)'))
+        rows += build_rows(what, r, num_proc, runs.get(1))
     shutil.rmtree(cache, ignore_errors=True)
     report(f'NoLiMa {args.tier}: build and reload', rows,
            os.path.join('bench', 'results', f'nolima_{args.tier}.json'))

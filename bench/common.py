@@ -70,6 +70,21 @@ def scaling(run: dict, num_proc: int, cores: int = 16) -> str:
             f'{idle:.0f} s), {run["seconds"] / est:.1f}x this run')
 
 
+def build_rows(what: str, run: dict, num_proc: int, serial: dict = None) -> list:
+    """Report rows of one build made with ``num_proc`` processes: CPU time, peak memory, and for a parallel
+    build the time expected on 16 cores and the speed-up over ``serial`` (the same build with one process)."""
+    rows = [(f'{what}: CPU time', f'process {run["cpu_s"]:.1f} s, workers {run["workers_cpu_s"]:.1f} s'),
+            (f'{what}: peak memory', f'process {run["peak_rss_mib"]:.0f} MiB ('
+                                     f'{run["peak_rss_mib"] - run["rss_before_mib"]:.0f} MiB over its state before '
+                                     f'the build), largest worker {run["worker_peak_rss_mib"]:.0f} MiB')]
+    if num_proc > 1:
+        rows.append((f'{what}: expected on 16 cores', scaling(run, num_proc)))
+        if serial is not None:
+            rows.append((f'{what}: speed-up over num_proc=1 (this machine)',
+                         f'{serial["seconds"] / run["seconds"]:.2f}x'))
+    return rows
+
+
 def report(title: str, rows, path=None):
     print(f'\n## {title}\n')
     width = max(len(r[0]) for r in rows)

@@ -142,8 +142,11 @@ def ordered_map(fn: Callable, items: Iterable, init: Callable, initargs: tuple =
             try:
                 out = fut.result()
             except BrokenProcessPool:
-                raise RuntimeError(f'a dataset build worker died (out of memory or killed) while building with '
-                                   f'{workers} processes; retry with a smaller num_proc') from None
+                raise RuntimeError(
+                    f'a dataset build worker of {workers} stopped before it finished: out of memory, killed, or '
+                    'unable to start (workers are spawned and import the main script: a script that builds '
+                    "datasets must do so under `if __name__ == '__main__':`). Rerun with a smaller num_proc, or "
+                    'num_proc=1 (no workers)') from None
             done(item)
             yield out
     finally:

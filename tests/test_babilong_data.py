@@ -69,6 +69,9 @@ def test_json_lines_and_list_wrapped_rows(tmp_path):
     assert "['" not in ds[0]['prompt'] and ds[0]['prompt'].endswith('Question: Where is Mary?')
 
 
+REC = '{"input": "Mary went to the kitchen.", "question": "Where is Mary?", "target": "kitchen"}'
+
+
 @pytest.mark.parametrize('content,match', [
     ('[{"input": "a", "question": "b", "target": "c"}, {"input": "a", "quest', 'corrupt JSON'),
     ('[{"input": "a", "question": "b", "target": "c"},', 'corrupt JSON'),
@@ -76,14 +79,25 @@ def test_json_lines_and_list_wrapped_rows(tmp_path):
     ('[{"input": "a", "target": "c"}]', "lacks \\['question'\\]"),
     ('[{"input": 3, "question": "b", "target": "c"}]', 'not a string'),
     ('[1, 2]', 'expected objects'),
+    # empty, without records, not UTF-8, data after the array (issue 12 item 16)
+    (b'', 'the file is empty'),
+    (b'[]', 'the file holds no records'),
+    (b' [\n ]\n', 'the file holds no records'),
+    (b'\n\n', 'the file holds no records'),
+    (('[' + REC + ', {"input": "caf\xe9 ').encode('latin-1') + b'"}]',
+     rf'not UTF-8 text \(invalid continuation byte at byte {len(REC) + 17}\)'),
+    ('[' + REC + '] trailing', 'after the closing "]"|does not end with the closing "]"'),
+    ('[' + REC + '] ' + REC + ']',
+     rf'unexpected data after the closing "\]" of the array \(near character {len(REC) + 3}: .{{"input'),
+    ('[' + REC + ']]', 'unexpected data after the closing'),
 ])
 def test_corrupt_files_give_a_clear_error(tmp_path, content, match):
     d = tmp_path / 'data' / 'qa1'
     d.mkdir(parents=True)
-    (d / '2k.json').write_text(content)
+    (d / '2k.json').write_bytes(content if isinstance(content, bytes) else content.encode())
     with pytest.raises(bdata.BabilongDataError, match=match) as e:
         load_babilong(tier='2k', task='qa1', path=str(tmp_path))
-    assert '2k.json' in str(e.value)
+    assert str(d / '2k.json') in str(e.value)
 
 
 def test_stream_parser_agrees_with_json_load_across_chunk_boundaries():
@@ -148,29 +162,6 @@ def test_prompt_options_change_the_data(demo_babilong):
     assert clean[0]['prompt'].count('<context>') == 1 and clean[0]['prompt_variant'] == 'cleaned'
     assert bare[0]['prompt'].startswith('<context>\n')
 
-
-REC = '{"input": "Mary went to the kitchen.", "question": "Where is Mary?", "target": "kitchen"}'
-
-
-@pytest.mark.parametrize('content,match', [
-    (b'', 'the file is empty'),
-    (b'[]', 'the file holds no records'),
-    (b' [\n ]\n', 'the file holds no records'),
-    (b'\n\n', 'the file holds no records'),
-    (('[' + REC + ', {"input": "caf\xe9 ').encode('latin-1') + b'"}]',
-     rf'not UTF-8 text \(invalid continuation byte at byte {len(REC) + 17}\)'),
-    (('[' + REC + '] trailing').encode(), 'after the closing "]"|does not end with the closing "]"'),
-    (('[' + REC + '] ' + REC + ']').encode(),
-     rf'unexpected data after the closing "\]" of the array \(near character {len(REC) + 3}: .{{"input'),
-    (('[' + REC + ']]').encode(), 'unexpected data after the closing'),
-])
-def test_empty_undecodable_or_trailing_data_files_are_refused_naming_the_file(tmp_path, content, match):
-    d = tmp_path / 'data' / 'qa1'
-    d.mkdir(parents=True)
-    (d / '2k.json').write_bytes(content)
-    with pytest.raises(bdata.BabilongDataError, match=match) as e:
-        load_babilong(tier='2k', task='qa1', path=str(tmp_path))
-    assert str(d / '2k.json') in str(e.value)
 
 
 def test_a_file_cut_short_is_refused_even_when_only_its_first_records_are_read(tmp_path):

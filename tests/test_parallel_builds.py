@@ -169,3 +169,16 @@ def test_one_progress_bar_across_workers(force_pool, monkeypatch, capfd):
 def test_bad_num_proc_is_a_clear_error(bad):
     with pytest.raises(parallel.NumProcError, match='num_proc must be a positive integer'):
         load_longbio('2k', cell='standard', num_samples=1, num_proc=bad)
+
+
+def test_workers_that_cannot_start_give_a_clear_error(tmp_path):
+    """Workers are spawned and import the main script: one that builds at import time breaks them."""
+    script = tmp_path / 'unguarded.py'
+    script.write_text('from opencompass_longctx import parallel\n'
+                      'from opencompass_longctx.longbio.generator import generate, make_spec\n'
+                      'parallel.MIN_PARALLEL_TOKENS = 0\n'
+                      "print(len(list(generate(make_spec('8k', cell='standard'), 4, num_proc=2))))\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0
+    assert "a dataset build worker of 2 stopped before it finished" in out.stderr
+    assert "if __name__ == '__main__':" in out.stderr.splitlines()[-1]
