@@ -12,7 +12,7 @@ TIER = '8k'
 TIER_NUMBER = TIER.strip().lower().rstrip('km')
 TIER_TOKENS = (float(TIER_NUMBER) * LONGBIO_TIER_UNITS.get(TIER.strip().lower()[-1:], 1)
                if TIER_NUMBER.replace('.', '', 1).isdigit() else 0)
-longbio_datasets = [dict(d, tier=TIER, abbr=f"{d['abbr']}_{TIER}") for d in LONGBIO_BASE
-                    if not TIER_TOKENS or LONGBIO_NEED_TOKENS[d['cell']] <= TIER_TOKENS]
+TIER_CELLS = [cell for cell, need in LONGBIO_NEED_TOKENS.items() if not TIER_TOKENS or need <= TIER_TOKENS]
+longbio_datasets = [dict(d, tier=TIER, abbr=f"{d['abbr']}_{TIER}") for d in LONGBIO_BASE if d['cell'] in TIER_CELLS]
 longbio_strict_datasets = [dict(d, tier=TIER, abbr=f"{d['abbr']}_{TIER}") for d in LONGBIO_STRICT_BASE
-                           if not TIER_TOKENS or LONGBIO_NEED_TOKENS[d['cell']] <= TIER_TOKENS]
+                           if d['cell'] in TIER_CELLS]
