@@ -268,3 +268,16 @@ def test_a_qwen_hf_directory_gives_the_same_data_counted_by_its_tiktoken_twin(qw
         assert r['tokenizer_engine'] == 'tiktoken-twin'
         assert r['prompt_tokens'] == sum(len(hf.encode(r[k])) for k in ('system', 'user', 'prefix'))
         assert (r['user'], r['prompt_tokens']) == (q['user'], q['prompt_tokens'])   # the same ids, the same data
+
+
+def test_the_tier_is_parsed_once_and_must_be_whole_tokens(monkeypatch):
+    from opencompass_longctx import tiers
+    from opencompass_longctx.longbio.dataset import load_longbio
+    calls = []
+    real = tiers._parse
+    monkeypatch.setattr(tiers, '_parse', lambda text: calls.append(text) or real(text))
+    load_longbio('2k', cell='standard', num_samples=1)
+    assert calls == ['2k']
+    with pytest.raises(tiers.TierError, match=r"'0.1k' is 102.4 tokens when 1k = 1024 tokens"):
+        make_spec('0.1k', cell='standard')
+    assert make_spec('0.125k', cell='standard').tier_tokens == 128

@@ -323,3 +323,12 @@ def test_opt_in_download_fetches_missing_files_at_the_pinned_revision(data_dir, 
     monkeypatch.setenv('LONGCTX_DOWNLOAD', '1')
     assert len(load_nolima('250', path=str(target), pairs=1)) == 130
     assert [r for _, r, _ in fetched] == ['haystack/rand_shuffle/rand_book_4.txt']
+
+
+def test_the_tier_is_parsed_once(data_dir, monkeypatch):
+    from opencompass_longctx import tiers
+    calls = []
+    real = tiers._parse
+    monkeypatch.setattr(tiers, '_parse', lambda text: calls.append(text) or real(text))
+    ds = load_nolima('0.25k', path=str(data_dir), pairs=1, haystacks=[0])
+    assert calls == ['0.25k'] and set(ds['context_length']) == {250} and set(ds['tier']) == {'0.25k'}
