@@ -280,25 +280,39 @@ class Tokenizer:
 
 
 def _load_tiktoken(name: str) -> Tokenizer:
+    """A named tiktoken vocabulary: found and fingerprinted now, its encoding built on first use (a cached
+    dataset needs only the fingerprint)."""
+    enc_name = name.split(':', 1)[1]
+    enc_name = 'gpt2' if enc_name == 'r50k_base' else enc_name
+    if enc_name == 'gpt2':
+        path = _find_tiktoken_file('p50k_base')
+    elif enc_name == 'qwen2':
+        path = qwen_vocab_file()
+    elif enc_name in _TIKTOKEN_FILES:
+        path = _find_tiktoken_file(enc_name)
+    else:
+        raise TokenizerError(f'unknown tiktoken encoding {enc_name!r}; known: gpt2, r50k_base, qwen2, '
+                             f'{", ".join(_TIKTOKEN_FILES)}')
+    fp = hashlib.sha256(f'tiktoken:{enc_name}:{sha256_file(path)}'.encode()).hexdigest()
+    return Tokenizer(f'tiktoken:{enc_name}', 'tiktoken', fp, spec=(name, True),
+                     lazy=functools.partial(_open_tiktoken, enc_name, path, fp, name))
+
+
+def _open_tiktoken(enc_name: str, path: str, fp: str, name: str) -> Tokenizer:
     import tiktoken
     import tiktoken_ext.openai_public as openai_public
-    enc_name = name.split(':', 1)[1]
     nfc = False
-    if enc_name in ('gpt2', 'r50k_base'):
+    if enc_name == 'gpt2':
         # GPT-2 (= r50k_base) is p50k_base without the 24 whitespace-run tokens appended after rank 50255.
-        path = _find_tiktoken_file('p50k_base')
         ranks = {t: r for t, r in read_ranks(path, _TIKTOKEN_FILES['p50k_base'][1]).items() if r < 50256}
         enc = tiktoken.Encoding(name='longctx_gpt2', pat_str=openai_public.r50k_pat_str, mergeable_ranks=ranks,
                                 special_tokens={ENDOFTEXT: 50256})
-        enc_name = 'gpt2'
     elif enc_name == 'qwen2':
-        path = qwen_vocab_file()
         enc = tiktoken.Encoding(name='longctx_qwen2', pat_str=QWEN2_PATTERN,
                                 mergeable_ranks=read_ranks(path, QWEN_VOCAB[2]),
                                 special_tokens={t: i for i, t, _ in QWEN2_ADDED_TOKENS})
         nfc = True
-    elif enc_name in _TIKTOKEN_FILES:
-        path = _find_tiktoken_file(enc_name)
+    else:
         # The directory is laid out as a tiktoken cache: let tiktoken itself build the encoding from it
         # (it checks the file's sha256).
         old = os.environ.get('TIKTOKEN_CACHE_DIR')
@@ -310,10 +324,6 @@ def _load_tiktoken(name: str) -> Tokenizer:
                 os.environ.pop('TIKTOKEN_CACHE_DIR')
             else:
                 os.environ['TIKTOKEN_CACHE_DIR'] = old
-    else:
-        raise TokenizerError(f'unknown tiktoken encoding {enc_name!r}; known: gpt2, r50k_base, qwen2, '
-                             f'{", ".join(_TIKTOKEN_FILES)}')
-    fp = hashlib.sha256(f'tiktoken:{enc_name}:{sha256_file(path)}'.encode()).hexdigest()
     return Tokenizer(f'tiktoken:{enc_name}', 'tiktoken', fp, enc=enc, nfc=nfc, spec=(name, True))
 
 

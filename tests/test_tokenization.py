@@ -236,3 +236,13 @@ def test_twin_can_be_switched_off(tiny_model_dir, monkeypatch):
     assert get_tokenizer(tiny_model_dir).engine == 'hf'
     monkeypatch.delenv('LONGCTX_TOKENIZER_TWIN')
     assert get_tokenizer(tiny_model_dir).engine == 'tiktoken-twin'
+
+
+def test_named_tokenizers_build_their_encoding_on_first_use():
+    """A cache hit needs the fingerprint only: the vocabulary is hashed, the encoding built when first used."""
+    get_tokenizer.cache_clear()
+    tok = get_tokenizer('tiktoken:qwen2')
+    fp = tok.fingerprint
+    assert '_enc' not in vars(tok) and 'not loaded yet' in repr(tok)
+    assert tok.count('Hello world') == 2 and '_enc' in vars(tok) and tok.fingerprint == fp
+    assert tok.engine == 'tiktoken' and 'engine=tiktoken' in repr(tok)
