@@ -2,8 +2,9 @@
 # tiers: BABILong-format files the project generates itself (not the licensed BABILong data) at 0k, 1k and
 # 2k; LongBioBench (generated on the fly) at 0k and 2k; NoLiMa on the project's own stand-in needle sets and
 # books (not the licensed NoLiMa data) at 250 and 500 tokens.
-# Run from the repository root:  opencompass examples/eval_longctx_demo.py
-# Scores are those of a random model (near 0): the demo proves the plumbing, not a model.
+# Run:  opencompass examples/eval_longctx_demo.py   (from any directory: it writes under outputs/longctx_demo there)
+# Scores are those of a random model (near 0): the demo proves the plumbing, not a model. The tiny model writes at
+# most 8 tokens per answer (its out_len_cap), so the demo takes minutes on 2 CPU cores, not half an hour.
 from mmengine.config import read_base
 from opencompass.partitioners import NaivePartitioner, NumWorkerPartitioner
 from opencompass.runners import LocalRunner
