@@ -58,7 +58,7 @@ class LongCtxPartitioner(BasePartitioner):
         plan = P.make_plan(model_dataset_combinations, self.bands, self.shards, self.cost, out_dir, self.batch_cap)
         models = [m for c in model_dataset_combinations for m in c['models']]
         datasets = [d for c in model_dataset_combinations for d in c['datasets']]
-        problems = P.check_run(models, datasets)
+        problems = P.engine_problems(plan) + P.check_run(models, datasets)
         summary = P.summarize(plan, problems)
         paths = P.write(summary, plan, os.path.join(work_dir, 'plan'))
         print('\n' + P.to_markdown(summary) + f"\nPlan written to {paths['md']} and {paths['json']}\n", flush=True)

@@ -60,6 +60,94 @@ BENCHMARKS = {
 }
 
 
+# A tier counts tokens of the benchmark's data tokenizer; an engine is sized in the model's tokens. The ratio of
+# the two is measured on the dataset's own text where it is at hand, else on this probe (varied English prose,
+# names, digits, punctuation: what the benchmarks' contexts are made of), with 5% on top; without the model's
+# tokenizer the headroom is SIZE_HEADROOM.
+PROBE_TEXT = (
+    'Margaret Ellison was born on 14 March 1962 in Wellington, studied marine biology at the University of '
+    'Otago, and later worked in Lisbon and Reykjavik. Her hobbies were birdwatching, chess and restoring old '
+    'clocks. In the autumn of that year the river rose higher than anyone in the village could remember; the '
+    'miller, a quiet man of sixty-three, moved his sacks to the loft and waited. "We shall see," he said, '
+    'looking at the grey water, "whether the bridge holds until Thursday." Daniel went to the kitchen. Sandra '
+    'picked up the football there. The office is north of the hallway; the garden is west of the bedroom. '
+    'Question: Where is the football? Answer: the kitchen. Between 1871 and 1903, 4,286 letters were written '
+    'to the harbour master, of which 37% mention the lighthouse, 12 mention the storm of 1889, and one, dated '
+    '2 February, describes a stranger who "arrived without a coat, spoke French and German, and left at dawn". '
+    'I will give you context with the facts about positions of different persons hidden in some random text '
+    'and a question. You need to answer the question based only on the information from the facts.')
+
+
+def model_tokenizer(model_cfg):
+    """The model's own tokenizer (from its directory), or None when it cannot be loaded here."""
+    path = model_cfg.get('path')
+    if not path or not os.path.isdir(path):
+        return None
+    try:
+        from .tokenization import get_tokenizer
+        return get_tokenizer(path)
+    except Exception:  # noqa: BLE001 - the plan then uses the default headroom (and says so)
+        return None
+
+
+def data_tokenizer_name(bench: 'Benchmark', d: Dict) -> str:
+    if bench.name == 'babilong':
+        return 'tiktoken:gpt2'             # BABILong's tiers are GPT-2 tokens (the authors' data)
+    if bench.name == 'longbio':
+        from .longbio.generator import DEFAULT_TOKENIZER as LONGBIO_DEFAULT
+        return d.get('tokenizer') or LONGBIO_DEFAULT
+    from .tokenization import DEFAULT_TOKENIZER
+    return d.get('tokenizer') or DEFAULT_TOKENIZER
+
+
+SAMPLE_CHARS = 60000
+
+
+def sample_text(bench: 'Benchmark', d: Dict) -> Optional[str]:
+    """Some of the text a dataset's prompts are made of, read cheaply (the start of one BABILong record or NoLiMa
+    book, one small LongBioBench sample), without building the dataset; None when it is not at hand."""
+    try:
+        if bench.name == 'babilong':
+            from .babilong import data as bdata
+            from .sources import find_file
+            tier = parse_tier(d['tier'])
+            src = bdata.source_for(str(d.get('sample_source', '100')), tier)
+            path = find_file(src, bdata.file_candidates(d.get('task', 'qa1'), tier, src), path=d.get('path'),
+                             download=False)
+            return next(iter(bdata.iter_records(path)))['input'][:SAMPLE_CHARS]
+        if bench.name == 'nolima':
+            from .nolima import data as ndata
+            rel = ndata.book_relpaths('rand_shuffle', [0])[0]
+            with open(ndata.locate([rel], d.get('path'), False, None)[rel], encoding='utf-8') as f:
+                return f.read(SAMPLE_CHARS)
+        from .longbio.generator import Generator, make_spec
+        spec = make_spec('1k', cell='standard', tokenizer=d.get('tokenizer'))
+        return Generator(spec).rows(0)[0]['user']
+    except Exception:  # noqa: BLE001 - the probe text stands in
+        return None
+
+
+_RATIOS: Dict = {}
+
+
+def token_ratio(model_tok, bench: 'Benchmark', d: Dict) -> Optional[float]:
+    """Model tokens per data-tokenizer token, measured on the dataset's own text where it is at hand (else on
+    the probe text); None when the model's tokenizer is unknown."""
+    if model_tok is None:
+        return None
+    data_name = data_tokenizer_name(bench, d)
+    key = (model_tok.fingerprint, bench.name, data_name, d.get('path'), d.get('task'), d.get('sample_source'),
+           d.get('tier') if bench.name == 'babilong' else None)
+    if key not in _RATIOS:
+        try:
+            from .tokenization import get_tokenizer
+            text = sample_text(bench, d) or PROBE_TEXT
+            _RATIOS[key] = model_tok.count(text) / max(get_tokenizer(data_name).count(text), 1)
+        except Exception:  # noqa: BLE001
+            _RATIOS[key] = None
+    return _RATIOS[key]
+
+
 def type_name(obj) -> str:
     """'BabilongDataset' from a class, a LazyObject or the dotted string a dumped config holds."""
     t = obj.get('type', '') if isinstance(obj, dict) else obj
@@ -163,6 +251,11 @@ class DatasetLoad:
     max_out_len: int
     tokens_in: str
     row_tokens_estimate: int         # one prompt by the tier arithmetic
+    ratio: Optional[float] = None    # model tokens per data-tokenizer token (None: not measured)
+
+    @property
+    def headroom(self) -> float:
+        return SIZE_HEADROOM if self.ratio is None else max(SIZE_HEADROOM, self.ratio * 1.05)
 
     @property
     def tokens_per_row(self) -> float:
@@ -172,10 +265,10 @@ class DatasetLoad:
     def need_tokens(self) -> int:
         """The longest prompt plus its answer, in the model's tokens (with headroom for tokenizer differences)."""
         longest = max(self.tokens_per_row, self.row_tokens_estimate)
-        return int(math.ceil(longest * SIZE_HEADROOM)) + TEMPLATE_TOKENS + self.max_out_len
+        return int(math.ceil(longest * self.headroom)) + TEMPLATE_TOKENS + self.max_out_len
 
 
-def dataset_load(d: Dict, model_max_out_len: Optional[int] = None) -> DatasetLoad:
+def dataset_load(d: Dict, model_max_out_len: Optional[int] = None, model_tok=None) -> DatasetLoad:
     from opencompass.utils import dataset_abbr_from_cfg
     bench = benchmark_of(d)
     abbr = dataset_abbr_from_cfg(d)
@@ -189,13 +282,14 @@ def dataset_load(d: Dict, model_max_out_len: Optional[int] = None) -> DatasetLoa
     tier = parse_tier(d['tier'])
     tier_tokens = tier.tokens(bench.tier_unit)
     per_row = _estimate_prompt_tokens(bench, d, tier_tokens)
+    ratio = token_ratio(model_tok, bench, d)
     rec = read_build_record(type_name(d), load_kwargs(d))
     if rec and rec.get('prompt_tokens') is not None:
         return DatasetLoad(abbr, bench.name, tier.name, tier_tokens, rec['rows'], rec['prompt_tokens'], True,
-                           max_out, bench.data_tokenizer, per_row)
+                           max_out, bench.data_tokenizer, per_row, ratio)
     rows = _estimate_rows(bench, d, tier_tokens)
     return DatasetLoad(abbr, bench.name, tier.name, tier_tokens, rows, rows * per_row, False, max_out,
-                       bench.data_tokenizer, per_row)
+                       bench.data_tokenizer, per_row, ratio)
 
 
 # ---------------------------------------------------------------------------------------------- bands
@@ -225,7 +319,9 @@ def band_of(tier: str, edges: Sequence[int]) -> int:
 
 def band_name(i: int, edges: Sequence[int]) -> str:
     def label(n):
-        return f'{n // 1000000}m' if n >= 1000000 and n % 1000000 == 0 else f'{n // 1000}k' if n >= 1000 else str(n)
+        if n >= 1000000 and n % 1000000 == 0:
+            return f'{n // 1000000}m'
+        return f'{n // 1000}k' if n % 1000 == 0 else str(n)
     if i == 0:
         return f'<= {label(edges[0])}'
     if i < len(edges):
@@ -317,7 +413,7 @@ def task_seconds(loads: Sequence[DatasetLoad], engine: Optional[Dict], cm: Dict)
     prefill = decode = 0.0
     batch = max(1, engine['max_batch_size'])
     for ld in loads:
-        L = ld.tokens_per_row
+        L = ld.tokens_per_row * (ld.ratio or 1.0)      # in the model's tokens
         prefill += ld.rows * (2 * params * L + 2 * layers * hidden * L * L) / flops_per_s
         out = ld.max_out_len * cm['output_fraction']
         batches = math.ceil(ld.rows / batch)
@@ -389,12 +485,13 @@ def make_plan(combinations: Sequence[Dict], bands: Optional[Sequence[str]] = Non
     for comb in combinations:
         for model in comb['models']:
             abbr = model_abbr_from_cfg(model)
+            model_tok = model_tokenizer(model) if is_lmdeploy(model) else None
             by_band: Dict[int, List] = {}
             for d in comb['datasets']:
                 if out_dir and os.path.exists(get_infer_output_path(model, d, out_dir)):
                     skipped.append((abbr, d.get('abbr')))
                     continue
-                ld = dataset_load(d, model.get('max_out_len'))
+                ld = dataset_load(d, model.get('max_out_len'), model_tok)
                 by_band.setdefault(band_of(ld.tier, edges), []).append((d, ld))
             for bi in sorted(by_band):
                 name = band_name(bi, edges)
@@ -415,6 +512,8 @@ def _task(model, abbr, band, shard, shards, group, cm, batch_cap) -> TaskPlan:
         need = max(ld.need_tokens for ld in loads)
         session_len = min(model_max, need) if model_max else need
         engine = size_engine(model, session_len, cm['gpu_spec'], batch_cap)
+        engine['headroom'] = max(ld.headroom for ld in loads)
+        engine['token_ratio_measured'] = all(ld.ratio is not None for ld in loads)
         ec = dict(cfg.get('engine_config') or {})
         ec.update(session_len=session_len, max_batch_size=engine['max_batch_size'])
         cfg['engine_config'] = ec
@@ -459,6 +558,16 @@ def check_run(models: Sequence[Dict], datasets: Sequence[Dict]) -> List[Dict]:
             seen[key] = _check_dataset(bench, d)
         for p in seen[key]:
             add(p, d.get('abbr'))
+    return [{'problem': p, 'where': w} for p, w in found.items()]
+
+
+def engine_problems(plan: Dict) -> List[Dict]:
+    """Bands whose engine cannot hold one sequence on the declared GPU: the preflight would stop those tasks."""
+    found: Dict[str, List[str]] = {}
+    for t in plan['tasks']:
+        if t.engine and t.engine['verdict'] == 'does not fit':
+            found.setdefault(f"the {t.band} engine of {t.model} does not fit the GPU: {t.engine['reason']}",
+                             []).append(t.model)
     return [{'problem': p, 'where': w} for p, w in found.items()]
 
 
@@ -616,12 +725,14 @@ def _fmt_tokens(n: int) -> str:
 
 
 def to_markdown(summary: Dict) -> str:
+    costed = any(m['lmdeploy'] for m in summary['models'].values())
+    cost = (f"Estimated {summary['gpu_hours']:.1f} GPU-hours on {summary['cost_model']['gpu']} for the LMDeploy "
+            f"models, of which harness overhead (engine starts and subprocess imports) "
+            f"{summary['overhead_gpu_hours']:.2f} GPU-hours = {100 * summary['overhead_share']:.2f}%."
+            if costed and summary['overhead_share'] is not None else
+            'GPU cost not estimated: no LMDeploy model in this run (other models are only grouped by band).')
     lines = ['# Run plan', '',
-             f"{summary['tasks']} inference tasks, {summary['engine_starts']} model loads (engine starts). "
-             f"Estimated {summary['gpu_hours']:.1f} GPU-hours on {summary['cost_model']['gpu']}"
-             + (f", of which harness overhead (engine starts and subprocess imports) "
-                f"{summary['overhead_gpu_hours']:.2f} GPU-hours = {100 * summary['overhead_share']:.2f}%."
-                if summary['overhead_share'] is not None else '.'), '',
+             f"{summary['tasks']} inference tasks, {summary['engine_starts']} model loads (engine starts). " + cost, '',
              '| model | band | tiers | tasks | engine starts | GPUs/task | datasets | samples | prompt tokens '
              '| session_len | max_batch_size | preflight | GPU-hours |',
              '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
@@ -631,9 +742,10 @@ def to_markdown(summary: Dict) -> str:
             lines.append(f"| {model} | {band} | {', '.join(b['tiers'])} | {b['tasks']} | {b['engine_starts']} | "
                          f"{b['gpus_per_task']} | {b['datasets']} | {b['samples']:,} | {tok} | "
                          f"{b['session_len'] or '-'} | {b['max_batch_size'] or '-'} | {b['verdict'] or '-'} | "
-                         f"{b['gpu_hours']:.2f} |")
+                         f"{b['gpu_hours']:.2f} |" if m['lmdeploy'] else
+                         f"{b['session_len'] or '-'} | {b['max_batch_size'] or '-'} | {b['verdict'] or '-'} | - |")
         lines.append(f"| **{model}** | all | | {m['tasks']} | {m['engine_starts']} | | | | | | | | "
-                     f"**{m['gpu_hours']:.2f}** |")
+                     + (f"**{m['gpu_hours']:.2f}** |" if m['lmdeploy'] else '- |'))
     cm = summary['cost_model']
     gpu = cm['gpu_spec']
     lines += ['', f"Cost model (opencompass_longctx/configs/cost_model.py, override with "
