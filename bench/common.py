@@ -59,26 +59,31 @@ def disk_mb(path: str) -> float:
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs) / 1e6
 
 
-def scaling(run: dict, num_proc: int, cores: int = 16) -> str:
-    """The time a parallel build would take on ``cores`` cores, from one run with ``num_proc`` workers: the
-    workers' CPU time spread over the cores, but never less than the parent's own (serial) CPU time, plus the
-    part of the wall time that was neither (worker start-up, waiting)."""
-    work, serial = run['workers_cpu_s'], run['cpu_s']
-    idle = max(0.0, run['seconds'] - max(work / num_proc, serial))
-    est = max(work / cores, serial) + idle
-    return (f'~{est:.0f} s on {cores} cores (workers {work:.0f} CPU-s, parent {serial:.0f} CPU-s, other '
-            f'{idle:.0f} s), {run["seconds"] / est:.1f}x this run')
+def scaling(run: dict, num_proc: int, pools: int, startup_s: float, cores: int = 16) -> str:
+    """The time a parallel build would take on ``cores`` idle cores, from CPU times of one run with ``num_proc``
+    workers (wall times on a shared machine say little): the samples' work (the workers' CPU time less their
+    start-up, ``startup_s`` CPU seconds per worker and pool) spread over the cores, plus one start-up per pool
+    (workers start side by side), but never less than the parent's own CPU time (it receives every row and
+    writes the cache, serially)."""
+    work = max(0.0, run['workers_cpu_s'] - num_proc * pools * startup_s)
+    parent = run['cpu_s']
+    def est(n):
+        return max(work / n + pools * startup_s, parent)
+    return (f'~{est(cores):.1f} s on {cores} cores, {est(num_proc):.1f} s on {num_proc} (samples {work:.1f} CPU-s, '
+            f'parent {parent:.1f} CPU-s, {pools} pool(s) x {startup_s:.2f} s start-up)')
 
 
-def build_rows(what: str, run: dict, num_proc: int, serial: dict = None) -> list:
+def build_rows(what: str, run: dict, num_proc: int, serial: dict = None, pools: int = 1,
+               startup_s: float = 0.0) -> list:
     """Report rows of one build made with ``num_proc`` processes: CPU time, peak memory, and for a parallel
-    build the time expected on 16 cores and the speed-up over ``serial`` (the same build with one process)."""
+    build the time expected on idle cores (:func:`scaling`) and the speed-up over ``serial`` (the same build
+    with one process) on this machine."""
     rows = [(f'{what}: CPU time', f'process {run["cpu_s"]:.1f} s, workers {run["workers_cpu_s"]:.1f} s'),
             (f'{what}: peak memory', f'process {run["peak_rss_mib"]:.0f} MiB ('
                                      f'{run["peak_rss_mib"] - run["rss_before_mib"]:.0f} MiB over its state before '
                                      f'the build), largest worker {run["worker_peak_rss_mib"]:.0f} MiB')]
     if num_proc > 1:
-        rows.append((f'{what}: expected on 16 cores', scaling(run, num_proc)))
+        rows.append((f'{what}: expected on idle cores', scaling(run, num_proc, pools, startup_s)))
         if serial is not None:
             rows.append((f'{what}: speed-up over num_proc=1 (this machine)',
                          f'{serial["seconds"] / run["seconds"]:.2f}x'))
