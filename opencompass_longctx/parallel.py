@@ -92,6 +92,7 @@ def same_tokenizer(tok, fingerprint: str):
 
 
 _STATE = None
+_END = object()
 
 
 def _init_worker(init: Callable, initargs: tuple) -> None:
@@ -107,7 +108,7 @@ def ordered_map(fn: Callable, items: Iterable, init: Callable, initargs: tuple =
                 size: Optional[Callable] = None, bar=None) -> Iterator:
     """``fn(state, item)`` for every item, in order; ``state = init(*initargs)`` once per worker process
     (once in this process when ``workers`` is 1: no pool). ``fn`` and ``init`` must be module-level functions
-    (they are sent to the workers by name). ``bar``: a progress bar advanced by ``size(item)`` (default 1)
+    or classes (they are sent to the workers by name), ``initargs`` and items picklable. ``bar``: a progress bar advanced by ``size(item)`` (default 1)
     as each result is handed on."""
     def done(item):
         if bar is not None:
@@ -153,6 +154,3 @@ def ordered_map(fn: Callable, items: Iterable, init: Callable, initargs: tuple =
         for _, fut in pending:
             fut.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-_END = object()

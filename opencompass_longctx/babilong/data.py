@@ -14,6 +14,7 @@ an error naming it.
 Functions here take a tier string or a :class:`~opencompass_longctx.tiers.Tier`; the loader parses the tier
 once and passes the ``Tier``, which :func:`~opencompass_longctx.tiers.parse_tier` returns as is.
 """
+import codecs
 import json
 import os
 from typing import Dict, Iterator, List, Optional
@@ -158,7 +159,7 @@ def _check_array_end(path: str) -> None:
 
 def _bad_utf8_offset(path: str) -> int:
     """Byte offset of the first invalid UTF-8 sequence of a file (read in blocks)."""
-    dec = __import__('codecs').getincrementaldecoder('utf-8')()
+    dec = codecs.getincrementaldecoder('utf-8')()
     done = 0
     with open(path, 'rb') as f:
         for block in iter(lambda: f.read(1 << 20), b''):
