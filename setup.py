@@ -39,5 +39,6 @@ setup(
         'longctx-nolima-sample-data=opencompass_longctx.nolima.sample_data:main',
         'longctx-babilong-generate=opencompass_longctx.babilong.generator:main',
         'longctx-report=opencompass_longctx.report:main',
+        'longctx-smollm2=opencompass_longctx.models.smollm2:main',
     ]},
 )

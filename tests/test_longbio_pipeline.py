@@ -10,9 +10,10 @@ import shutil
 import pytest
 
 from conftest import REPO, assert_clean_logs, run_opencompass, summary_by_dataset as summary
-from opencompass_longctx.longbio.catalogue import LONGBIO_CATEGORIES, LONGBIO_CELLS, LONGBIO_TOO_SMALL
+from opencompass_longctx.longbio.catalogue import LONGBIO_CATEGORIES, LONGBIO_CELLS, LONGBIO_NEED_TOKENS
 from opencompass_longctx.longbio.dataset import load_longbio
 from opencompass_longctx.longbio.scoring import oracle_prediction
+from opencompass_longctx.tiers import parse_tier
 
 CONFIG = REPO / 'tests' / 'configs' / 'longbio_pipeline.py'
 TIERS = ('0k', '2k', '8k', '128k')
@@ -23,7 +24,7 @@ SAMPLES = 2
 
 def expected_datasets():
     return {f"{p}{c['cell']}_{t}": (c['cell'], t, mode) for t in TIERS for p, mode in PREFIXES.items()
-            for c in LONGBIO_CELLS if c['cell'] not in LONGBIO_TOO_SMALL.get(t, [])}
+            for c in LONGBIO_CELLS if t == '0k' or LONGBIO_NEED_TOKENS[c['cell']] <= parse_tier(t).tokens(1024)}
 
 
 @pytest.fixture(scope='module')

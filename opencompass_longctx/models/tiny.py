@@ -1,6 +1,7 @@
 """OpenCompass model wrapper for the project's tiny CPU chat model (demo and tests).
 
-``TinyChatModel`` is OpenCompass's own ``HuggingFacewithChatTemplate`` with two demo-model properties:
+``TinyChatModel`` is the package's ``LongCtxHFChatModel`` (OpenCompass's ``HuggingFacewithChatTemplate`` that also
+continues LongBioBench's answer prefix) with two demo-model properties:
 
 * the model is built (offline, a few seconds, see :mod:`opencompass_longctx.tiny_model`) at ``path`` when it
   is not there yet, so ``opencompass examples/eval_longctx_demo.py`` needs no preparation step;
@@ -11,9 +12,8 @@
 """
 import os
 
-from opencompass.models import HuggingFacewithChatTemplate
-
 from ..tiny_model import build
+from .hf import LongCtxHFChatModel
 
 
 def ensure_tiny_model(path: str) -> str:
@@ -28,7 +28,7 @@ def ensure_tiny_model(path: str) -> str:
     return path
 
 
-class TinyChatModel(HuggingFacewithChatTemplate):
+class TinyChatModel(LongCtxHFChatModel):
 
     def __init__(self, path: str, out_len_cap: int = 8, **kwargs):
         if isinstance(out_len_cap, bool) or not isinstance(out_len_cap, int) or out_len_cap < 1:

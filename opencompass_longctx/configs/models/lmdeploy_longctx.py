@@ -2,7 +2,9 @@
 # opencompass_longctx/configs/lmdeploy_models.py. Models are read from $LONGCTX_MODEL_ROOT/<name> (local
 # Hugging Face directories; the KV preflight reads their config.json before any weight is loaded).
 # session_len = the largest tier in the model's tokens (+5% for tokenizer differences) + template margin +
-# the longest generation, capped at the model's window. tp == run_cfg.num_gpus.
+# the longest generation, capped at the model's window: the most the model is ever given. With LongCtxPartitioner
+# each tier band gets an engine sized for that band instead (session_len, max_batch_size), within this cap.
+# tp == run_cfg.num_gpus. `opencompass --models lmdeploy_longctx ...` takes `models` (all the table's models).
 import os
 
 from mmengine.config import read_base
@@ -35,3 +37,4 @@ lmdeploy_longctx_models = [
     for m in LONGCTX_LMDEPLOY_MODELS
     for session_len in [min(m['window'], TIERS[m['max_tier']] * 105 // 100 + TEMPLATE_MARGIN + MAX_OUT_LEN)]
 ]
+models = lmdeploy_longctx_models

@@ -3,9 +3,10 @@
 # One dataset per cell (15 cells, opencompass_longctx/longbio/catalogue.py), generated on the fly and cached:
 #   LONGBIO_BASE         mode='compat': the authors' protocol and scoring (abbr longbio_<cell>_<tier>)
 #   LONGBIO_STRICT_BASE  mode='strict': their bugs fixed (abbr longbio_strict_<cell>_<tier>)
-# Prompt: a system message, the user message and the authors' assistant prefix (a BOT turn). OpenCompass's
-# chat wrappers drop a BOT turn in generation, so with them the model answers without the prefix; a wrapper
-# that continues a final assistant message gets it. Decoding: greedy, 50 * n new tokens (the authors').
+# Prompt: a system message, the user message and the authors' assistant prefix (a BOT turn). The package's model
+# wrappers (models.hf.LongCtxHFChatModel, models.lmdeploy.LongCtxTurboMindModel; continue_final_message=True by
+# default) continue it as the authors do; OpenCompass's own chat wrappers drop it. Each result records which
+# (scoring.answer_prefix). Decoding: greedy, 50 * n new tokens (the authors').
 # Override any load() argument per dataset, e.g. dict(d, tokenizer='/path/to/Qwen2.5-7B-Instruct') for the
 # authors' data tokenizer, num_samples=..., seed=..., density=0.5, depth=[0.0, 0.5], shots=0.
 import os
