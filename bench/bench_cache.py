@@ -62,10 +62,12 @@ def main(argv=None):
     }
     rows, out = [], {}
     for bench, loads in calls.items():
+        if not loads:
+            continue
         cols = PROMPT_COLUMNS[bench]
         text_bytes = None
         for codec in args.codecs.split(','):
-            root = os.path.join(data_dir, f'cache_{codec}')
+            root = os.path.join(data_dir, f'cache_{bench}_{codec}')
             shutil.rmtree(root, ignore_errors=True)
             env = {'LONGCTX_CACHE_DIR': root, 'LONGCTX_CACHE_COMPRESSION': codec, 'LONGCTX_PROGRESS': '0'}
             body = 'RESULT = ' + ' + '.join(f'len({call})' for call in loads)

@@ -154,9 +154,9 @@ class Tokenizer:
         if lazy is None or attr.startswith('__'):
             raise AttributeError(attr)
         loaded = lazy()
-        del self.__dict__['_lazy']
         for k, v in loaded.__dict__.items():
             self.__dict__.setdefault(k, v)
+        self.__dict__.pop('_lazy', None)
         return getattr(self, attr)
 
     def __reduce__(self):  # pickles as its name: a worker process loads it (once) by name

@@ -238,8 +238,14 @@ def test_a_read_only_cache_loads_valid_entries_and_names_the_setting_for_missing
         cache.get_or_build('t', 'k' * 64, lambda: rows(7))
     finally:
         os.umask(old)
+    data = os.path.join(shared_dir, 'input.json')
+    with open(data, 'w') as f:
+        f.write('[1]')
+    os.chmod(data, 0o644)
+    key = make_key('t', {}, None, [data], os.path.join(shared_dir, 'elsewhere'))  # no memo in this cache
     before = sorted(os.walk(cache.root))
     code = ("cache = C.DatasetCache(os.environ['ROOT'])\n"
+            f"assert C.make_key('t', {{}}, None, [{data!r}], cache.root) == {key!r}  # its memo cannot be written\n"
             "print('ROWS', len(cache.get_or_build('t', 'k' * 64, lambda: 1 / 0)))\n"
             "built = []\n"
             "try:\n"
