@@ -1,7 +1,8 @@
 """Benchmark: dataset-cache entry size and reload time on realistic entries, per compression codec.
 
     python bench/bench_cache.py [--dir bench/results/cache_data] [--nolima-tier 8k] [--book-tokens 40000]
-                                [--longbio-tier 32k] [--longbio-cells standard,rank_5,citation_2,idk] [--longbio-samples 40]
+                                [--longbio-tier 32k] [--longbio-cells standard,rank_5,citation_2,idk]
+                                [--longbio-samples 40]
                                 [--codecs zstd,lz4,none] [--num-proc N] [--json bench/results/cache.json]
 
 Entries are built by the real loaders: NoLiMa's ``load_nolima`` on the project's stand-in data (58 pairs x 26

@@ -10,8 +10,8 @@ Search order for a benchmark's files (first hit wins, no network access when fil
 
 A directory may hold ``longctx_manifest.json`` (``{"revision": ..., "files": {relpath: sha256}}``), written by
 downloads or by ``python -m opencompass_longctx.sources manifest DIR``; every file listed there is checked
-against its sha256 before use (read in full every time). An invalid manifest is an error naming it. A missing file raises :class:`DataNotFoundError` naming what was searched and
-how to get it.
+against its sha256 before use (read in full every time); an invalid manifest is an error naming it. A missing
+file raises :class:`DataNotFoundError` naming what was searched and how to get it.
 """
 import argparse
 import glob

@@ -513,7 +513,8 @@ PROBE_TEXT = (
     "中文测试：我爱北京天安门，今天天气很好。日本語のテキスト、カタカナとひらがな。한국어 문장입니다. "
     "Привет, мир! Ελληνικά κείμενα. مرحبا بالعالم. नमस्ते दुनिया। שלום עולם. ภาษาไทย "
     "Emoji 😀👍🏽👨‍👩‍👧 ✓ → ∑ ∞ ≠ ½ ² ³ ① Ⅻ ٣ ߀ ０１２３ 1234567890 000 007 3.14159\n"
-    "café cafe\u0301 Å A\u030a ﬁ ｶ ⅷ e\u0301\u0323 \u00a0nbsp\u2003em\u3000ideo\u200bzwsp \u2028 \u0085 x\u000bv\u000cf\n"
+    "café cafe\u0301 Å A\u030a ﬁ ｶ ⅷ e\u0301\u0323 \u00a0nbsp\u2003em\u3000ideo\u200bzwsp "
+    "\u2028 \u0085 x\u000bv\u000cf\n"
     "<|endoftext|>between<|im_start|>user\nhi<|im_end|>\n<tool_call>{\"a\": 1}</tool_call>"
     "$$ \\frac{a}{b} $$ http://example.com/a?b=c&d=e #tag @user ... !!! ??? ---- ==== **** ____ ''' \"\"\" "
     "   leading spaces and trailing spaces   ")
