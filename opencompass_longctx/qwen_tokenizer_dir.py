@@ -7,7 +7,7 @@ Qwen2.5-7B-Instruct's published configuration: NFC normaliser, the Split(Isolate
 ByteLevel decoder, one merge per token in rank order (``ignore_merges`` false), the 22 added tokens, and
 ``tokenizer_config.json`` with Qwen2.5-Instruct's chat template. The ids equal those of ``tiktoken:qwen2``.
 
-    python -m opencompass_longctx.qwen_tokenizer_dir OUT_DIR      (or: longctx-qwen-tokenizer OUT_DIR)
+    python -m opencompass_longctx.qwen_tokenizer_dir OUT_DIR
 """
 import argparse
 import json
