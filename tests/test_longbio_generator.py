@@ -8,10 +8,11 @@ import sys
 
 import pytest
 
-from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS
+from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS, LONGBIO_NEED_TOKENS
 from opencompass_longctx.longbio.generator import (IDK_COMPAT_SHORTFALL, Generator, TierTooSmallError, generate,
                                                    make_spec)
 from opencompass_longctx.longbio.tasks import LongBioConfigError
+from opencompass_longctx.tiers import parse_tier
 from opencompass_longctx.tokenization import TokenizerError, get_tokenizer
 
 CELLS = [c['cell'] for c in LONGBIO_CELLS]
@@ -35,7 +36,7 @@ def fits(tier, cell, k=3):
 _DIGEST = r'''
 import hashlib, json, sys
 from opencompass_longctx.longbio.generator import generate, make_spec
-from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS
+from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS, LONGBIO_NEED_TOKENS
 h = hashlib.sha256()
 for c in LONGBIO_CELLS:
     for mode in ('compat', 'strict'):
@@ -102,20 +103,34 @@ def test_idk_pairs_share_their_context_minus_the_answer_sentence():
             assert r_un['prompt_tokens'] < r_ans['prompt_tokens'] <= 8192
 
 
-@pytest.mark.parametrize('tier', ['2k', '8k'])
-def test_the_length_claim_and_its_one_exception_hold_for_compat_idk(tier):
-    """README: every sample within 1% below its budget, except compat idk's unanswerable row, the answerable
-    row's context minus the answer sentence asked 0-shot (the authors' protocol): shorter than its answerable
-    twin by at most IDK_COMPAT_SHORTFALL tokens, its real length recorded."""
-    rows = rows_of(tier, 'idk', 'compat', 40)
-    budget = rows[0]['budget_tokens']
-    gaps = []
-    for ans, un in zip(rows[0::2], rows[1::2]):
-        assert budget - budget // 100 <= ans['prompt_tokens'] <= budget
-        assert un['prompt_tokens'] == real_tokens(un)
-        gaps.append(ans['prompt_tokens'] - un['prompt_tokens'])
-    assert 0 < min(gaps) and max(gaps) <= IDK_COMPAT_SHORTFALL
-    assert any(budget - un['prompt_tokens'] > budget // 100 for un in rows[1::2])   # the exception is real
+@pytest.mark.parametrize('tier', ['1k', '2k', '8k'])
+def test_the_readme_length_claim_holds_as_stated(tier):
+    """README: every sample is filled to within 1% below its budget from 2k up and, at 1k, for the one-needle
+    cells; at 1k the two-needle cells within 9% (a bio is ~10% of the budget); strict idk's rows, which share
+    one context, within 2.5% at 1k and 2k; compat idk's unanswerable row is its answerable row's context less
+    the answer sentence, asked 0-shot, so it is shorter than that row by at most IDK_COMPAT_SHORTFALL tokens.
+    Every row's recorded length is its real length. Checked over 40 samples of every cell the tier holds."""
+    budget = parse_tier(tier).tokens(1024)
+    exception_seen = False
+    for c in LONGBIO_CELLS:
+        if LONGBIO_NEED_TOKENS[c['cell']] > budget:
+            continue
+        for mode in ('compat', 'strict'):
+            rows = rows_of(tier, c['cell'], mode, 40)
+            for r in rows:
+                assert r['prompt_tokens'] == real_tokens(r) and r['prompt_tokens'] <= budget
+                tol = 0.01
+                if tier == '1k' and c['n'] >= 2:
+                    tol = 0.09
+                if c['cell'] == 'idk' and mode == 'strict' and budget <= 2048:
+                    tol = 0.025
+                low = budget - int(tol * budget)
+                if c['cell'] == 'idk' and mode == 'compat' and r['row'] == 'unanswerable':
+                    answerable = rows[rows.index(r) - 1]
+                    low = answerable['prompt_tokens'] - IDK_COMPAT_SHORTFALL
+                    exception_seen |= r['prompt_tokens'] < budget - budget // 100
+                assert r['prompt_tokens'] >= low, (tier, c['cell'], mode, r['row'], r['sample'], r['prompt_tokens'])
+    assert exception_seen   # the compat idk exception is real at these tiers (so the README must state it)
 
 
 def test_compat_idk_answer_half_is_the_standard_cells_own_sample():
