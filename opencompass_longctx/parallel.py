@@ -9,13 +9,19 @@ byte-identical for any ``num_proc``. :func:`ordered_map` does that:
 * workers are *spawned* (fresh interpreters: nothing inherited but the arguments, so no state of the parent,
   such as a tokenizer's thread pool, leaks in) and each builds its own state once (``init(*initargs)``: a
   tokenizer travels as its name, is loaded again there and must have the parent's fingerprint);
+* the pool is kept for the next build of the same process (OpenCompass builds a tier's datasets one after
+  another, so workers start, import and load their tokenizer once per tier, not once per dataset) and shut
+  down after ``IDLE_SECONDS`` without a build;
 * results come back in order and at most ``2 * workers`` chunks are in flight or waiting, so the parent
   holds a bounded number of rows whatever the size of the build, and streams them to the cache writer;
 * one progress bar for the whole build (``LONGCTX_PROGRESS=0`` turns it off).
 """
+import hashlib
 import math
 import os
-from collections import deque
+import pickle
+import threading
+from collections import OrderedDict, deque
 from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 
@@ -91,25 +97,70 @@ def same_tokenizer(tok, fingerprint: str):
     return tok
 
 
-_STATE = None
 _END = object()
+IDLE_SECONDS = 30   # a pool left idle this long after a build is shut down (its workers' memory freed)
+_POOL = {'executor': None, 'workers': 0, 'env': None, 'timer': None}
+_POOL_LOCK = threading.Lock()
+_STATES: 'OrderedDict[str, object]' = OrderedDict()   # in a worker: the states of recent builds
+_STATES_KEPT = 2
 
 
-def _init_worker(init: Callable, initargs: tuple) -> None:
-    global _STATE
-    _STATE = init(*initargs)
+def _run(fn: Callable, init: Callable, initargs: tuple, key: str, item):
+    """In a worker: ``fn(state, item)``, the build's state made once per worker (and kept for the next
+    chunks; a worker serves the builds of one process one after another)."""
+    state = _STATES.get(key)
+    if state is None:
+        state = _STATES[key] = init(*initargs)
+        while len(_STATES) > _STATES_KEPT:
+            _STATES.popitem(last=False)
+    return fn(state, item)
 
 
-def _run(fn: Callable, item):
-    return fn(_STATE, item)
+def _release(executor) -> None:
+    with _POOL_LOCK:
+        if _POOL['executor'] is executor:
+            _POOL.update(executor=None, workers=0, env=None, timer=None)
+    executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _executor(workers: int):
+    """The process's pool of ``workers`` spawned workers, reused by consecutive builds (OpenCompass builds a
+    tier's datasets one after another) while the environment the workers started with (cache directory,
+    tokenizer switches...) is unchanged; shut down after IDLE_SECONDS without a build."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    env = sorted(os.environ.items())
+    with _POOL_LOCK:
+        if _POOL['timer'] is not None:
+            _POOL['timer'].cancel()
+            _POOL['timer'] = None
+        old = _POOL['executor']
+        if old is not None and (_POOL['workers'], _POOL['env']) == (workers, env) and \
+                not getattr(old, '_broken', False):
+            return old
+        _POOL.update(executor=ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context('spawn')),
+                     workers=workers, env=env)
+        new = _POOL['executor']
+    if old is not None:
+        old.shutdown(wait=False, cancel_futures=True)
+    return new
+
+
+def _idle(executor) -> None:
+    with _POOL_LOCK:
+        if _POOL['executor'] is executor and IDLE_SECONDS >= 0:
+            timer = threading.Timer(IDLE_SECONDS, _release, (executor,))
+            timer.daemon = True
+            _POOL['timer'] = timer
+            timer.start()
 
 
 def ordered_map(fn: Callable, items: Iterable, init: Callable, initargs: tuple = (), workers: int = 1,
                 size: Optional[Callable] = None, bar=None) -> Iterator:
     """``fn(state, item)`` for every item, in order; ``state = init(*initargs)`` once per worker process
     (once in this process when ``workers`` is 1: no pool). ``fn`` and ``init`` must be module-level functions
-    or classes (they are sent to the workers by name), ``initargs`` and items picklable. ``bar``: a progress bar advanced by ``size(item)`` (default 1)
-    as each result is handed on."""
+    or classes (they are sent to the workers by name), ``initargs`` and items picklable. ``bar``: a progress
+    bar advanced by ``size(item)`` (default 1) as each result is handed on."""
     def done(item):
         if bar is not None:
             bar.update(size(item) if size else 1)
@@ -124,10 +175,9 @@ def ordered_map(fn: Callable, items: Iterable, init: Callable, initargs: tuple =
             done(item)
             yield out
         return
-    from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context('spawn'),
-                               initializer=_init_worker, initargs=(init, initargs))
+    key = hashlib.sha256(pickle.dumps((fn, init, initargs))).hexdigest()
+    pool = _executor(workers)
     pending: deque = deque()
     try:
         it = iter(items)
@@ -136,13 +186,14 @@ def ordered_map(fn: Callable, items: Iterable, init: Callable, initargs: tuple =
                 item = next(it, _END)
                 if item is _END:
                     break
-                pending.append((item, pool.submit(_run, fn, item)))
+                pending.append((item, pool.submit(_run, fn, init, initargs, key, item)))
             if not pending:
                 break
             item, fut = pending.popleft()
             try:
                 out = fut.result()
             except BrokenProcessPool:
+                _release(pool)
                 raise RuntimeError(
                     f'a dataset build worker of {workers} stopped before it finished: out of memory, killed, or '
                     'unable to start (workers are spawned and import the main script: a script that builds '
@@ -150,7 +201,10 @@ def ordered_map(fn: Callable, items: Iterable, init: Callable, initargs: tuple =
                     'num_proc=1 (no workers)') from None
             done(item)
             yield out
-    finally:
+    except BaseException:
         for _, fut in pending:
             fut.cancel()
-        pool.shutdown(wait=True, cancel_futures=True)
+        if any(not fut.done() for _, fut in pending):   # chunks still running: this pool is not reused
+            _release(pool)
+        raise
+    _idle(pool)

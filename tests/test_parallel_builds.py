@@ -182,3 +182,14 @@ def test_workers_that_cannot_start_give_a_clear_error(tmp_path):
     assert out.returncode != 0
     assert "a dataset build worker of 2 stopped before it finished" in out.stderr
     assert "if __name__ == '__main__':" in out.stderr.splitlines()[-1]
+
+
+def test_consecutive_builds_reuse_the_workers_until_idle(monkeypatch):
+    import time
+    monkeypatch.setattr(parallel, 'IDLE_SECONDS', 2)
+    pids = [set(parallel.ordered_map(operator.add, [0] * 8, os.getpid, (), workers=2)) for _ in range(2)]
+    assert pids[0] == pids[1] and len(pids[0]) >= 1 and os.getpid() not in pids[0]   # state = the worker's pid
+    monkeypatch.setenv('LONGCTX_CACHE_DIR', os.environ['LONGCTX_CACHE_DIR'] + '-other')   # other environment:
+    assert set(parallel.ordered_map(operator.add, [0] * 8, os.getpid, (), workers=2)).isdisjoint(pids[0])
+    time.sleep(4)
+    assert parallel._POOL['executor'] is None   # shut down after IDLE_SECONDS without a build
