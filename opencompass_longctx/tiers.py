@@ -5,8 +5,9 @@ token count such as ``250``. Units are case-insensitive (``1M`` == ``1m``). The 
 ``opencompass_longctx/configs/tier_table.py`` (pure data, also read by configs).
 
 Rules: ASCII digits only, at most one decimal point, nothing but white space around; the number is exact
-(no floating point); a tier above ``MAX_TIER_TOKENS`` (counted with 1k = 1000) is refused. A tier is parsed once, where a loader
-receives it (:func:`parse_tier` returns a :class:`Tier` as is), and the ``Tier`` is passed inward.
+(no floating point); a tier above ``MAX_TIER_TOKENS`` (counted with 1k = 1000) is refused. A tier is parsed
+once, where a loader receives it (:func:`parse_tier` returns a :class:`Tier` as is), and the ``Tier`` is
+passed inward.
 
 What a tier means in tokens depends on the benchmark's own convention, given here as ``unit``:
 

@@ -13,8 +13,9 @@ text: system message + user message + assistant prefix (chat-template tokens and
 counted; ``reserve_tokens`` holds some back). The data tokenizer defaults to ``tiktoken:qwen2``: the authors'
 (Qwen2.5-7B-Instruct's vocabulary, split pattern and NFC normaliser, offline), so tier lengths are the
 authors'. A Hugging Face tokenizer directory is counted through its exact tiktoken twin when it has one
-(``tokenization``), so every count below, the final check included, costs a tiktoken pass. The user message is cut into pieces at word boundaries
-("Context:", " " + each bio without its trailing space, " " + the rest of the user message) whose token
+(``tokenization``), so every count below, the final check included, costs a tiktoken pass.
+
+The user message is cut into pieces at word boundaries ("Context:", " " + each bio without its trailing space, " " + the rest of the user message) whose token
 counts add up exactly to the count of the whole text for regex-pretokenized BPE tokenizers (tiktoken, and
 byte-level BPE such as Qwen's or Llama 3's): no growing context is ever re-tokenized. A bio's count is itself
 a sum of memoised word counts (' ' + word), which a per-tokenizer self-test validates; a tokenizer that fails
@@ -47,7 +48,6 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .. import __version__, parallel
 from ..configs.tier_table import STANDARD_TIERS
-from ..parallel import ordered_map, plan, progress, same_tokenizer
 from ..tiers import parse_tier
 from ..tokenization import QWEN2_TOKENIZER
 from .people import (PersonStream, bio_text, cite_body, draw_people, redraw_birthdate, render_sentences,
@@ -129,7 +129,7 @@ class Spec:
 
 
 def _spec_in_worker(state: Dict, fingerprint: str) -> Spec:
-    same_tokenizer(state['tokenizer'], fingerprint)
+    parallel.same_tokenizer(state['tokenizer'], fingerprint)
     return Spec(**state)
 
 
@@ -680,14 +680,16 @@ def _rows_of_range(gen: Generator, span: Tuple[int, int]) -> List[Dict]:
 def generate(spec: Spec, num_samples: int, start: int = 0, num_proc: int = 1) -> Iterator[Dict]:
     """All rows of samples start..start+num_samples-1 (a sample is one row; IDK samples are two), in order,
     made by up to ``num_proc`` processes (the same rows for any ``num_proc``; see :mod:`..parallel`)."""
-    workers, size = plan(num_samples, num_proc, max(spec.tier_tokens, 1024),
-                         parallel.MIN_PARALLEL_TOKENS * parallel.startup_factor(spec.tokenizer), parallel.CHUNK_TOKENS)
+    workers, size = parallel.plan(num_samples, num_proc, max(spec.tier_tokens, 1024),
+                                  parallel.MIN_PARALLEL_TOKENS * parallel.startup_factor(spec.tokenizer),
+                                  parallel.CHUNK_TOKENS)
     end = start + num_samples
     spans = [(a, min(a + size, end)) for a in range(start, end, size)]
-    bar = progress(num_samples, f'LongBioBench {spec.cell} {spec.tier} ({workers} process{"es" * (workers > 1)})')
+    bar = parallel.progress(num_samples, f'LongBioBench {spec.cell} {spec.tier} '
+                                         f'({workers} process{"es" * (workers > 1)})')
     try:
-        for rows in ordered_map(_rows_of_range, spans, Generator, (spec,), workers,
-                                size=lambda span: span[1] - span[0], bar=bar):
+        for rows in parallel.ordered_map(_rows_of_range, spans, Generator, (spec,), workers,
+                                         size=lambda span: span[1] - span[0], bar=bar):
             yield from rows
     except TierTooSmallError:
         gen = Generator(spec)
