@@ -277,6 +277,21 @@ def _defer(build: Callable[[], Iterable[Dict]]) -> Iterator[Dict]:
     yield from build()  # build() runs on the first row asked for, i.e. once the entry's directory exists
 
 
+def _conform(rb, schema, namespace: str, rows_so_far: int):
+    """A later batch in the first batch's schema: the same columns, types cast without loss; anything else is an
+    error (a build whose rows differ in their columns or types), never a silently changed or dropped value."""
+    import pyarrow as pa
+    if rb.schema.names != schema.names:
+        raise ValueError(f'cache namespace {namespace!r}: the rows of this build differ in their columns (rows up to '
+                         f'{rows_so_far}: {schema.names} vs {rb.schema.names}); every row must have the same keys')
+    try:
+        return pa.RecordBatch.from_arrays([col.cast(field.type, safe=True) for col, field in zip(rb.columns, schema)],
+                                          schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise ValueError(f'cache namespace {namespace!r}: the rows of this build differ in their types (rows up to '
+                         f'{rows_so_far}: {schema} vs {rb.schema}): {e}') from None
+
+
 class DatasetCache:
     """``get_or_build`` returns a ``datasets.Dataset`` built at most once per key."""
 
@@ -313,7 +328,14 @@ class DatasetCache:
             return self._load(entry)
         except PermissionError as e:
             raise _not_readable(entry, e) from e
-        except Exception as e:  # noqa: BLE001 - any damage means: rebuild
+        except (MemoryError, InterruptedError) as e:  # the machine, not the entry: never drop a valid entry
+            raise
+        except OSError as e:
+            if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EIO, errno.EAGAIN):
+                raise
+            drop_entry(entry, f'{type(e).__name__}: {e}')
+            return None
+        except Exception as e:  # noqa: BLE001 - any damage (bad checksum, truncated Arrow, bad meta) means: rebuild
             drop_entry(entry, f'{type(e).__name__}: {e}')
             return None
 
@@ -343,15 +365,23 @@ class DatasetCache:
                     nonlocal writer, schema, arrow_bytes, chars
                     if not batch:
                         return
-                    rb = pa.RecordBatch.from_pylist(batch, schema=schema)
+                    rb = pa.RecordBatch.from_pylist(batch)
                     if writer is None:
                         schema = rb.schema
                         writer = pa.ipc.new_stream(sink, schema, options=options)
+                    elif rb.schema != schema:
+                        rb = _conform(rb, schema, namespace, n)
                     writer.write_batch(rb)
                     arrow_bytes += rb.nbytes
                     batch.clear()
                     chars = 0
+                keys = None
                 for row in rows:
+                    if keys is None:
+                        keys = set(row)
+                    elif row.keys() != keys:   # Arrow would keep the first row's keys and drop or null the others
+                        raise ValueError(f'cache namespace {namespace!r}: row {n} has the keys {sorted(row)}, the '
+                                         f'first row {sorted(keys)}; every row of a build must have the same keys')
                     batch.append(row)
                     n += 1
                     chars += sum(len(v) for v in row.values() if isinstance(v, str))

@@ -31,6 +31,11 @@ class RunCheckError(RuntimeError):
     """Problems found before any task started (missing data, models or tokenizers)."""
 
 
+def dry_run() -> bool:
+    """Whether ``opencompass`` was started with ``--dry-run`` (argparse also accepts a prefix such as ``--dry``)."""
+    return any(len(a) > 3 and '--dry-run'.startswith(a.split('=')[0]) for a in sys.argv[1:] if a.startswith('--d'))
+
+
 @PARTITIONERS.register_module()
 class LongCtxPartitioner(BasePartitioner):
     """Args (besides OpenCompass's ``out_dir`` and ``keep_keys``):
@@ -62,7 +67,7 @@ class LongCtxPartitioner(BasePartitioner):
         summary = P.summarize(plan, problems)
         paths = P.write(summary, plan, os.path.join(work_dir, 'plan'))
         print('\n' + P.to_markdown(summary) + f"\nPlan written to {paths['md']} and {paths['json']}\n", flush=True)
-        if problems and self.on_problem == 'error' and '--dry-run' not in sys.argv:
+        if problems and self.on_problem == 'error' and not dry_run():
             raise RunCheckError(
                 f'{len(problems)} problem(s) found before any task started (listed above and in {paths["md"]}); '
                 'fix them, or set on_problem=\'warn\' in the LongCtxPartitioner config to run anyway.')

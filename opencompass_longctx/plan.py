@@ -18,9 +18,8 @@
 * Checks that need no GPU: data present for every dataset, model directories with their tokenizers,
   ``$LONGCTX_MODEL_ROOT``; every problem in one list.
 
-``LongCtxPartitioner`` (:mod:`opencompass_longctx.partitioner`) runs this in every ``opencompass`` run and
-writes the plan next to the run (``<work_dir>/plan/``); ``longctx-plan CONFIG`` prints it without OpenCompass's
-command line.
+``LongCtxPartitioner`` (:mod:`opencompass_longctx.partitioner`) runs this in every ``opencompass`` run, ``--dry-run``
+included, prints the plan and writes it next to the run (``<work_dir>/plan/``).
 """
 import copy
 import glob
@@ -222,9 +221,10 @@ def _estimate_rows(bench: Benchmark, d: Dict, tier_tokens: int) -> int:
             n_pairs = EXPECTED_PAIRS.get(resolve_variant(d.get('needle_set', 'main')), EXPECTED_PAIRS['main'])
         except Exception:  # noqa: BLE001 - a custom needle set: the main set's size as the estimate
             n_pairs = EXPECTED_PAIRS['main']
+    from .nolima.dataset import default_depth_intervals
     haystacks = len(d['haystacks']) if d.get('haystacks') else 5
     depths = (len(d['depth_indices']) if d.get('depth_indices') else
-              int(d.get('depth_intervals') or (26 if tier_tokens <= 32000 else 11)))
+              int(d.get('depth_intervals') or default_depth_intervals(tier_tokens)))
     return n_pairs * haystacks * depths
 
 
@@ -356,7 +356,7 @@ def model_geometry(model_cfg) -> Dict:
 
 def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) -> Dict:
     """max_batch_size for ``session_len`` from the KV-cache arithmetic (the runtime preflight's), and its verdict."""
-    from .models.lmdeploy import kv_bytes_per_token, weight_bytes
+    from .models.lmdeploy import kv_bytes_per_token, kv_plan, weight_bytes
     ec = dict(model_cfg.get('engine_config') or {})
     tp = int(ec.get('tp', 1))
     geo = model_geometry(model_cfg)
@@ -372,8 +372,9 @@ def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) ->
         weights = weight_bytes('', cfg)
     kvpt = kv_bytes_per_token(cfg, int(ec.get('quant_policy', 0)))
     gpu_mem = float(model_cfg.get('gpu_memory_gib') or gpu['memory_gib']) * GIB
-    budget = float(ec.get('cache_max_entry_count', 0.8)) * max(gpu_mem - weights / tp, 0.0)
-    per_seq = kvpt * session_len / tp
+    one = kv_plan(cfg, weights, session_len, 1, tp, float(ec.get('cache_max_entry_count', 0.8)),
+                  int(ec.get('quant_policy', 0)), gpu_mem)      # the runtime preflight's arithmetic, batch 1
+    per_seq, budget = one['need'], one['budget']
     fit = int(budget // per_seq) if per_seq else cap
     out.update(weights_gib=weights / GIB, kv_bytes_per_token=kvpt, kv_gib_per_seq_per_gpu=per_seq / GIB,
                kv_budget_gib_per_gpu=budget / GIB, layers=cfg.get('num_hidden_layers', cfg.get('num_layers')),
@@ -542,7 +543,7 @@ def check_run(models: Sequence[Dict], datasets: Sequence[Dict]) -> List[Dict]:
     for m in models:
         for p in _check_model(m):
             add(p, m.get('abbr') or m.get('path'))
-    if not root and any(p.startswith('model directory') for p in found):
+    if not root and any(p.startswith("model directory 'models/") for p in found):
         add('$LONGCTX_MODEL_ROOT is not set: the shipped model configs look for the models under ./models. '
             'export LONGCTX_MODEL_ROOT=<the directory holding the model directories>', 'environment')
     seen: Dict = {}
@@ -577,9 +578,10 @@ def _check_model(m: Dict) -> List[str]:
     if not path or tname in ('TinyChatModel', 'BabiRuleReader'):
         return []            # built on first use / not a language model
     if not os.path.isdir(path):
-        if is_lmdeploy(m) or os.sep in path or path.startswith('.'):
-            return [f'model directory {path!r} does not exist']
-        return []            # a hub id: resolved from the Hugging Face cache at load time
+        from .tokenization import is_hub_id
+        if is_hub_id(path) and not is_lmdeploy(m):
+            return []        # a hub id: resolved from the Hugging Face cache at load time
+        return [f'model directory {path!r} does not exist']     # (LongCtxTurboMindModel needs a local directory)
     problems = []
     if not os.path.isfile(os.path.join(path, 'config.json')):
         problems.append(f'model directory {path!r} has no config.json (not a Hugging Face model directory)')
@@ -597,9 +599,10 @@ def _check_key(bench: Benchmark, d: Dict):
 
 
 def _check_tokenizer(name) -> List[str]:
+    from .tokenization import is_missing_path
     if not name or not isinstance(name, str) or name.startswith('tiktoken:'):
         return []
-    if (os.sep in name or name.startswith('.')) and not os.path.exists(name):
+    if is_missing_path(name):
         return [f'tokenizer {name!r} does not exist (give the evaluated model\'s tokenizer directory)']
     if os.path.isdir(name) and not glob.glob(os.path.join(name, 'tokenizer*')) and \
             not os.path.isfile(os.path.join(name, 'vocab.json')):
@@ -637,17 +640,11 @@ def _check_nolima_files(d: Dict) -> List[str]:
             return [f'needle set {ns!r} does not exist']
     else:
         ndata.locate([ndata.needle_relpath(resolve_variant(ns))], d.get('path'), False, None, what='the needle set')
-    L = parse_tier(d['tier']).tokens(1000)
+    # 'auto' reads the short books first (the long ones only where those cannot hold L): both layouts need them
     hs_tier = d.get('haystack_tier', 'auto')
     books = list(d.get('haystacks') or range(ndata.NUM_BOOKS))
-    try:
-        ndata.locate(ndata.book_relpaths('rand_shuffle' if hs_tier == 'auto' else hs_tier, books), d.get('path'),
-                     False, None, what='the books')
-    except FileNotFoundError:
-        if hs_tier != 'auto' or L <= 32000:
-            raise
-        ndata.locate(ndata.book_relpaths('rand_shuffle_long', books), d.get('path'), False, None,
-                     what='the long books')
+    ndata.locate(ndata.book_relpaths('rand_shuffle' if hs_tier == 'auto' else hs_tier, books), d.get('path'),
+                 False, None, what='the books')
     return []
 
 
@@ -725,12 +722,13 @@ def _fmt_tokens(n: int) -> str:
 
 
 def to_markdown(summary: Dict) -> str:
-    costed = any(m['lmdeploy'] for m in summary['models'].values())
+    costed = any(m['lmdeploy'] for m in summary['models'].values()) and summary['costed']
     cost = (f"Estimated {summary['gpu_hours']:.1f} GPU-hours on {summary['cost_model']['gpu']} for the LMDeploy "
             f"models, of which harness overhead (engine starts and subprocess imports) "
             f"{summary['overhead_gpu_hours']:.2f} GPU-hours = {100 * summary['overhead_share']:.2f}%."
             if costed and summary['overhead_share'] is not None else
-            'GPU cost not estimated: no LMDeploy model in this run (other models are only grouped by band).')
+            'GPU cost not estimated: no LMDeploy model with a known geometry in this run (other models are only '
+            'grouped by band).')
     lines = ['# Run plan', '',
              f"{summary['tasks']} inference tasks, {summary['engine_starts']} model loads (engine starts). " + cost, '',
              '| model | band | tiers | tasks | engine starts | GPUs/task | datasets | samples | prompt tokens '
@@ -739,13 +737,12 @@ def to_markdown(summary: Dict) -> str:
     for model, m in summary['models'].items():
         for band, b in m['bands'].items():
             tok = _fmt_tokens(b['prompt_tokens']) + ('' if b['exact'] else ' (est.)')
+            cost = f"{b['gpu_hours']:.2f}" if m['lmdeploy'] else '-'
             lines.append(f"| {model} | {band} | {', '.join(b['tiers'])} | {b['tasks']} | {b['engine_starts']} | "
                          f"{b['gpus_per_task']} | {b['datasets']} | {b['samples']:,} | {tok} | "
-                         f"{b['session_len'] or '-'} | {b['max_batch_size'] or '-'} | {b['verdict'] or '-'} | "
-                         f"{b['gpu_hours']:.2f} |" if m['lmdeploy'] else
-                         f"{b['session_len'] or '-'} | {b['max_batch_size'] or '-'} | {b['verdict'] or '-'} | - |")
-        lines.append(f"| **{model}** | all | | {m['tasks']} | {m['engine_starts']} | | | | | | | | "
-                     + (f"**{m['gpu_hours']:.2f}** |" if m['lmdeploy'] else '- |'))
+                         f"{b['session_len'] or '-'} | {b['max_batch_size'] or '-'} | {b['verdict'] or '-'} | {cost} |")
+        total = f"**{m['gpu_hours']:.2f}**" if m['lmdeploy'] else '-'
+        lines.append(f"| **{model}** | all | | {m['tasks']} | {m['engine_starts']} | | | | | | | | {total} |")
     cm = summary['cost_model']
     gpu = cm['gpu_spec']
     lines += ['', f"Cost model (opencompass_longctx/configs/cost_model.py, override with "

@@ -562,6 +562,20 @@ def make_twin(hf_tok, name: str, fingerprint: str, spec: Tuple) -> Optional[Toke
 
 
 # ---------------------------------------------------------------------------------------------- loading
+_HUB_ID = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*')
+
+
+def is_hub_id(name: str) -> bool:
+    """'Qwen/Qwen2.5-7B-Instruct': a Hugging Face hub id (org/name) that is not a path on this machine."""
+    return bool(_HUB_ID.fullmatch(name)) and not os.path.exists(name)
+
+
+def is_missing_path(name: str) -> bool:
+    """A name written as a local path (with a separator, or starting with '.' or '~') that does not exist."""
+    return ((os.path.sep in name or name.startswith(('.', '~'))) and not is_hub_id(name)
+            and not os.path.exists(os.path.expanduser(name)))
+
+
 def _twin_default() -> bool:
     return os.environ.get('LONGCTX_TOKENIZER_TWIN', '1').lower() not in ('0', 'false', 'no')
 
@@ -588,7 +602,7 @@ def _get_tokenizer(name, twin: bool) -> Tokenizer:
         return _load_tiktoken(name)
     if name.endswith('.tiktoken') and os.path.isfile(name):
         return _load_tiktoken_file(name)
-    if (os.path.sep in name or name.startswith('.')) and not os.path.exists(name):
+    if is_missing_path(name):
         raise TokenizerError(f'tokenizer path {name!r} does not exist')
     return _load_hf(name, twin)
 

