@@ -188,7 +188,7 @@ def test_consecutive_builds_reuse_the_workers_until_idle(monkeypatch):
     import time
     monkeypatch.setattr(parallel, 'IDLE_SECONDS', 2)
     pids = [set(parallel.ordered_map(operator.add, [0] * 8, os.getpid, (), workers=2)) for _ in range(2)]
-    assert pids[0] == pids[1] and len(pids[0]) >= 1 and os.getpid() not in pids[0]   # state = the worker's pid
+    assert pids[1] <= pids[0] and os.getpid() not in pids[0]   # state = the pid of the worker: the same workers
     monkeypatch.setenv('LONGCTX_CACHE_DIR', os.environ['LONGCTX_CACHE_DIR'] + '-other')   # other environment:
     assert set(parallel.ordered_map(operator.add, [0] * 8, os.getpid, (), workers=2)).isdisjoint(pids[0])
     time.sleep(4)
