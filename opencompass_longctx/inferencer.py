@@ -6,22 +6,28 @@ model's ``max_seq_len`` is not sent (OpenCompass's HF wrapper would cut its star
 its middle, where the needle is): its prediction is :data:`~opencompass_longctx.overlength.OVER_LENGTH` and
 the evaluators count it as over-length. ``overlength='skip'`` is the only policy, and the default; it is
 recorded in the log with the counts.
+
+``model_window`` (set by :class:`~opencompass_longctx.partitioner.LongCtxPartitioner` when it gives a tier band an
+engine smaller than the model's window): a prompt over the band's ``max_seq_len`` that the model's own window
+would hold is an engine-sizing miss, not an over-length prompt. It is not sent either, but its prediction is
+:data:`~opencompass_longctx.overlength.ENGINE_TOO_SMALL`, the log says so at ERROR level, and the evaluators and
+the tier table report the dataset as incomplete with the reason.
 """
 from opencompass.openicl.icl_inferencer import GenInferencer
 from opencompass.utils import get_logger
 
-from .overlength import OVER_LENGTH
+from .overlength import ENGINE_TOO_SMALL, OVER_LENGTH
 
 POLICIES = ('skip',)
 
 
 class LongCtxGenInferencer(GenInferencer):
 
-    def __init__(self, *args, overlength: str = 'skip', **kwargs):
+    def __init__(self, *args, overlength: str = 'skip', model_window: int = None, **kwargs):
         if overlength not in POLICIES:
             raise ValueError(f'unknown over-length policy {overlength!r}; choose one of {POLICIES}')
         super().__init__(*args, **kwargs)
-        self.overlength = overlength
+        self.overlength, self.model_window = overlength, model_window
 
     def inference(self, *args, **kwargs):
         model = self.model
@@ -30,7 +36,8 @@ class LongCtxGenInferencer(GenInferencer):
             return super().inference(*args, **kwargs)
         real_generate, real_len = model.generate_from_template, model.get_token_len
         memo = {}
-        stats = {'sent': 0, 'over': 0}
+        stats = {'sent': 0, 'over': 0, 'engine': 0}
+        window = self.model_window if self.model_window and self.model_window > limit else None
 
         def token_len(prompt):  # GenInferencer measures every prompt too: tokenize each one once
             if prompt not in memo:
@@ -41,18 +48,28 @@ class LongCtxGenInferencer(GenInferencer):
             # the model returns num_return_sequences outputs per prompt, one after another; GenInferencer groups
             # them again (it reads the count the same way): an unsent prompt gets as many markers
             per_prompt = getattr(model, 'generation_kwargs', {}).get('num_return_sequences', 1)
-            fits = [model.get_token_len_from_template(t, mode='gen') + max_out_len <= limit for t in templates]
+            need = [model.get_token_len_from_template(t, mode='gen') + max_out_len for t in templates]
+            fits = [n <= limit for n in need]
+            unsent = [None if ok else ENGINE_TOO_SMALL if window and n <= window else OVER_LENGTH
+                      for n, ok in zip(need, fits)]
             keep = [t for t, ok in zip(templates, fits) if ok]
             outs = iter(real_generate(keep, max_out_len=max_out_len, **kw) if keep else [])
             stats['sent'] += len(keep)
-            stats['over'] += len(templates) - len(keep)
-            return [next(outs) if ok else OVER_LENGTH for ok in fits for _ in range(per_prompt)]
+            stats['engine'] += unsent.count(ENGINE_TOO_SMALL)
+            stats['over'] += unsent.count(OVER_LENGTH)
+            return [next(outs) if ok else marker for ok, marker in zip(fits, unsent) for _ in range(per_prompt)]
 
         model.generate_from_template, model.get_token_len = guarded, token_len
         try:
             return super().inference(*args, **kwargs)
         finally:
             del model.generate_from_template, model.get_token_len
-            get_logger().info(f'over-length policy {self.overlength!r}: {stats["over"]} of '
-                              f'{stats["over"] + stats["sent"]} prompts longer than max_seq_len {limit} minus '
-                              f'max_out_len were not sent to the model')
+            total = stats['over'] + stats['engine'] + stats['sent']
+            get_logger().info(f'over-length policy {self.overlength!r}: {stats["over"]} of {total} prompts longer '
+                              f'than max_seq_len {limit} minus max_out_len were not sent to the model')
+            if stats['engine']:
+                get_logger().error(
+                    f'{stats["engine"]} of {total} prompts fit the model (window {window}) but not the engine '
+                    f'LongCtxPartitioner sized for this tier band (max_seq_len {limit}); they were not sent and the '
+                    'dataset is reported as incomplete. Delete its predictions and rerun it with -r and '
+                    'LongCtxPartitioner(headroom=...) larger, or a band of its own.')

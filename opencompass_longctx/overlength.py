@@ -6,10 +6,20 @@ its score and counts them (``counts['over_length']``); the summarizer shows a ti
 over-length as N/A, never 0. Another evaluator would see the marker as a wrong answer, never as a right one.
 """
 OVER_LENGTH = '[opencompass-longctx: prompt longer than the model can hold; not sent to the model]'
+# A prompt the model could hold but its engine for this tier band could not (LongCtxPartitioner sized the band's
+# engine too small): not sent either, left out of the score like an over-length one, and counted apart
+# (``counts['engine_too_small']``): the tier table shows such a dataset as missing with the reason, never as a
+# score over fewer samples or as N/A.
+ENGINE_TOO_SMALL = ('[opencompass-longctx: prompt fits the model but not the engine sized for its tier band; '
+                    'not sent to the model]')
 
 
 def is_over_length(prediction) -> bool:
-    return isinstance(prediction, str) and prediction == OVER_LENGTH
+    return isinstance(prediction, str) and prediction in (OVER_LENGTH, ENGINE_TOO_SMALL)
+
+
+def engine_misses(predictions) -> int:
+    return sum(isinstance(p, str) and p == ENGINE_TOO_SMALL for p in predictions)
 
 
 def split(predictions):

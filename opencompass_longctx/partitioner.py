@@ -45,22 +45,25 @@ class LongCtxPartitioner(BasePartitioner):
       as the default key. Shards split a band's datasets by prompt tokens.
     * ``cost_model``: overrides of ``opencompass_longctx/configs/cost_model.py`` (e.g. ``gpu='H100-80GB'``).
     * ``batch_cap``: the largest ``max_batch_size`` given to an engine (64).
+    * ``headroom``: model tokens per data-tokenizer token, at least (1.10; the measured ratio x 1.05 when larger).
     * ``on_problem``: ``'error'`` (stop a real run when the checks find problems) or ``'warn'``.
     """
 
     def __init__(self, out_dir: str, bands: Optional[List[str]] = None, shards=1, cost_model: Optional[Dict] = None,
-                 batch_cap: int = P.BATCH_CAP, on_problem: str = 'error', keep_keys: Optional[List[str]] = None):
+                 batch_cap: int = P.BATCH_CAP, headroom: float = P.SIZE_HEADROOM, on_problem: str = 'error',
+                 keep_keys: Optional[List[str]] = None):
         super().__init__(out_dir=out_dir, keep_keys=keep_keys)
         if on_problem not in ('error', 'warn'):
             raise P.PlanError(f"on_problem must be 'error' or 'warn', got {on_problem!r}")
         P.band_edges(bands)        # validate now: a bad band list is a config error, not a task failure
         P.cost_model(cost_model)
-        self.bands, self.shards, self.cost, self.batch_cap = bands, shards, cost_model, batch_cap
+        self.bands, self.shards, self.cost, self.batch_cap, self.headroom = bands, shards, cost_model, batch_cap, headroom
         self.on_problem = on_problem
 
     def partition(self, model_dataset_combinations: List[Dict], work_dir: str, out_dir: str,
                   add_cfg: Dict = {}) -> List[Config]:  # noqa: B006 (OpenCompass's signature)
-        plan = P.make_plan(model_dataset_combinations, self.bands, self.shards, self.cost, out_dir, self.batch_cap)
+        plan = P.make_plan(model_dataset_combinations, self.bands, self.shards, self.cost, out_dir, self.batch_cap,
+                           self.headroom)
         models = [m for c in model_dataset_combinations for m in c['models']]
         datasets = [d for c in model_dataset_combinations for d in c['datasets']]
         problems = P.engine_problems(plan) + P.check_run(models, datasets)

@@ -70,3 +70,36 @@ def test_item13_over_length_prompts_are_marked_once_per_sample(tmp_path, nrs, ba
     first = [f'short one#{k}' for k in range(nrs)]
     assert file['0']['prediction'] == (first if nrs > 1 else first[0])
     assert file['4']['origin_prompt'] == 'short three' and file['4']['gold'] == '4'
+
+
+def test_a_prompt_the_model_holds_but_the_band_engine_does_not_is_an_engine_miss(tmp_path):
+    """LongCtxPartitioner gives a tier band an engine smaller than the model's window (model_window): a prompt over
+    the engine but within the window is not sent, and is marked apart from over-length prompts, so the evaluators
+    and the tier table can report the sizing miss instead of a score over fewer samples."""
+    from opencompass_longctx.overlength import ENGINE_TOO_SMALL, engine_misses, is_over_length
+    data = Dataset.from_dict({'question': ['short one', ' '.join(['w'] * 70), ' '.join(['w'] * 200)],
+                              'answer': ['0', '1', '2']})
+    reader = DatasetReader(data, input_columns=['question'], output_column='answer')
+    retriever = ZeroRetriever(SimpleNamespace(reader=reader, train=reader.dataset['train'],
+                                              test=reader.dataset['test']))
+    model = EchoModel(1, max_seq_len=64)           # the band's engine
+    inferencer = LongCtxGenInferencer(model=model, max_out_len=4, batch_size=2, model_window=128,
+                                      output_json_filepath=str(tmp_path))
+    inferencer.inference(retriever, prompt_template=PromptTemplate('{question}'))
+    preds = [p['prediction'] for p in json.loads((tmp_path / 'predictions').read_text()).values()]
+    assert preds == ['short one#0', ENGINE_TOO_SMALL, OVER_LENGTH]    # 74 <= 128 window; 204 > 128
+    assert model.sent == ['short one']
+    assert all(is_over_length(p) for p in preds[1:]) and engine_misses(preds) == 1
+
+
+def test_engine_misses_are_counted_and_make_the_tier_table_cell_missing():
+    from opencompass_longctx.babilong.evaluator import BabilongEvaluator
+    from opencompass_longctx.overlength import ENGINE_TOO_SMALL
+    from opencompass_longctx.summarizers.report import ModelInfo, task_cell
+    from opencompass_longctx.summarizers.specs import bench_by_name
+    test_set = Dataset.from_dict({'question': ['Where is Mary? '] * 3, 'task': ['qa1'] * 3})
+    res = BabilongEvaluator().score(['kitchen', ENGINE_TOO_SMALL, 'garden'], ['kitchen', 'garden', 'garden'],
+                                    test_set)
+    assert res['counts']['engine_too_small'] == 1 and res['counts']['over_length'] == 1
+    cell = task_cell(bench_by_name('babilong'), res, '4k', ModelInfo('m', 8192), [], 'babilong_qa1_4k')
+    assert cell.status == 'missing' and 'fit the model but not the engine' in cell.reason

@@ -60,8 +60,8 @@ def test_engines_are_sized_per_band(example):
         # own window is the limit
         assert ec['session_len'] == min(m['max_seq_len'], max(P.dataset_load(d, m['max_out_len']).need_tokens
                                                               for d in t.dataset_cfgs))
-        # datasets run shortest first
-        sizes = [P.dataset_load(d).tokens_per_row for d in t.dataset_cfgs]
+        # datasets run shortest tier first
+        sizes = [(P.parse_tier(d['tier']).sort_key, P.dataset_load(d).tokens_per_row) for d in t.dataset_cfgs]
         assert sizes == sorted(sizes)
     short = [t for t in P.make_plan(combos)['tasks'] if t.band == '<= 32k']
     long_ = [t for t in P.make_plan(combos)['tasks'] if t.band == '128k-1m']
@@ -125,7 +125,7 @@ def test_shards_split_a_band_into_balanced_engines():
     assert sorted(a.datasets + b.datasets) == sorted(d['abbr'] for d in datasets)
     assert abs(a.prompt_tokens - b.prompt_tokens) <= 8000 * 100   # balanced to within one dataset
     for t in plan['tasks']:
-        sizes = [P.dataset_load(d).tokens_per_row for d in t.dataset_cfgs]
+        sizes = [P.parse_tier(d['tier']).sort_key for d in t.dataset_cfgs]
         assert sizes == sorted(sizes)
     per_model = P.make_plan(_combo([model], datasets), bands=['8k'], shards={'m': {'<= 8k': 3}})
     assert len(per_model['tasks']) == 3
@@ -158,6 +158,19 @@ def test_hub_ids_are_not_missing_directories_and_every_model_has_a_plan_row(monk
     assert rows == ['| qwen-hub | <= 32k | 1k | 1 | 1 | 0 | 1 | 100 | 100.0k (est.) | - | - | - | - |',
                     '| qwen-hub | 32k-128k | 64k | 1 | 1 | 0 | 1 | 100 | 6.4M (est.) | - | - | - | - |']
     assert 'GPU cost not estimated' in md
+
+
+def test_band_engines_below_the_model_window_pass_it_to_the_inferencer(example):
+    """A prompt the model holds but its band's engine does not is reported as an engine miss (see
+    tests/test_inferencer.py), so each task of a band smaller than the model's window carries that window."""
+    _, combos = example
+    models = {c['models'][0]['abbr']: c['models'][0] for c in combos}
+    for t in P.make_plan(combos)['tasks']:
+        window = models[t.model]['max_seq_len']
+        got = {d['infer_cfg']['inferencer'].get('model_window') for d in t.dataset_cfgs}
+        assert got == ({window} if t.model_cfg['max_seq_len'] < window else {None}), (t.model, t.band)
+    originals = [d for c in combos for d in c['datasets']]
+    assert all('model_window' not in d['infer_cfg']['inferencer'] for d in originals)   # copies, not the run's
 
 
 def test_predicted_datasets_are_not_planned_again(tmp_path):

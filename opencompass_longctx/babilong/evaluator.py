@@ -35,7 +35,8 @@ class BabilongEvaluator(BaseEvaluator):
         # accuracy; when every sample is over-length there is no accuracy (the summarizer shows N/A).
         out = {'scoring_mode': self.mode, 'package_version': __version__,
                'counts': {'n': len(predictions), 'correct': res['correct'],
-                          'invalid_predictions': res['invalid_predictions'], 'over_length': over},
+                          'invalid_predictions': res['invalid_predictions'], 'over_length': over,
+                          'engine_too_small': overlength.engine_misses(predictions)},
                'details': details}
         if kept:
             out['accuracy'] = res['accuracy']

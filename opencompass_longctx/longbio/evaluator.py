@@ -94,7 +94,9 @@ class LongBioEvaluator(BaseEvaluator):
                 details[i] = d
             out.update(accuracy=res['accuracy'], headline=res['headline'], submetrics=res['submetrics'])
             counts = res['counts']
-        out['counts'] = dict(counts, samples=len(set(samples)), n=len(set(samples)), over_length=len(over))
+        out['counts'] = dict(counts, samples=len(set(samples)), n=len(set(samples)), over_length=len(over),
+                             engine_too_small=len({s for s, p in zip(samples, predictions)
+                                                   if overlength.engine_misses([p])}))
         for d, s in zip(details, sent):
             d['answer_prefix'] = s
         out['details'] = details

@@ -7,11 +7,7 @@ from opencompass.openicl.icl_evaluator import BaseEvaluator
 from .. import __version__
 from .scoring import METRICS, check_metric, check_predictions, score_many
 
-try:  # the package's over-length policy (LongCtxGenInferencer marks prompts the model could not hold)
-    from ..overlength import is_over_length
-except ImportError:  # pragma: no cover - a tree without it never produces the marker
-    def is_over_length(prediction) -> bool:
-        return False
+from ..overlength import engine_misses, is_over_length
 
 DETAIL_FIELDS = ('pair', 'entry_id', 'group', 'test_id', 'question_type', 'order', 'reasoning_type', 'variant',
                  'haystack',
@@ -59,7 +55,7 @@ class NoLiMaEvaluator(BaseEvaluator):
                          'correct': False, **{m: False for m in METRICS}}, **meta[i])
                    if is_over_length(p) else next(scored) for i, p in enumerate(predictions)]
         counts = dict(res['counts']) if res else dict(n=0, correct=0)
-        counts.update(n=len(predictions), over_length=over)
+        counts.update(n=len(predictions), over_length=over, engine_too_small=engine_misses(predictions))
         out = {
             'metric': self.metric,
             'strip_think': str(self.strip_think),
