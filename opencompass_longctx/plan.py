@@ -102,9 +102,21 @@ def data_tokenizer_name(bench: 'Benchmark', d: Dict) -> str:
 SAMPLE_CHARS = 60000
 
 
+_SAMPLES: Dict = {}
+
+
 def sample_text(bench: 'Benchmark', d: Dict) -> Optional[str]:
     """Some of the text a dataset's prompts are made of, read cheaply (the start of one BABILong record or NoLiMa
-    book, one small LongBioBench sample), without building the dataset; None when it is not at hand."""
+    book, one small LongBioBench sample), without building the dataset; None when it is not at hand. Read once
+    per process for all models."""
+    key = (bench.name, d.get('path'), d.get('task'), str(d.get('sample_source')), d.get('tokenizer'),
+           d.get('tier') if bench.name == 'babilong' else None)
+    if key not in _SAMPLES:
+        _SAMPLES[key] = _read_sample_text(bench, d)
+    return _SAMPLES[key]
+
+
+def _read_sample_text(bench: 'Benchmark', d: Dict) -> Optional[str]:
     try:
         if bench.name == 'babilong':
             from .babilong import data as bdata

@@ -19,7 +19,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from .util import atomic_write_text, sha256_file
 
@@ -109,16 +109,24 @@ def _manifest_for(file_path: str, root: str):
         d = os.path.dirname(d)
 
 
+_VERIFIED: Dict[tuple, str] = {}
+
+
 def verify(file_path: str, root: str) -> None:
     """Check a file against the manifest that lists it (if any). Raises DataIntegrityError on mismatch.
 
-    The file is hashed every time (the cache's (path, size, mtime) memo is not trusted here: a file changed in
-    place with its mtime restored must still fail); the fresh hash also refreshes that memo."""
+    The file is hashed (the cache's on-disk (path, size, mtime) memo is not trusted here: a file changed in place
+    with its mtime restored must still fail), once per process: a process that checks the same unchanged file
+    again (same size, mtime, ctime and inode: any write changes the ctime) reuses its own hash."""
     from .cache import file_digest
     manifest, rel = _manifest_for(file_path, root)
     if not manifest or rel not in manifest.get('files', {}):
         return
-    got = file_digest(file_path, fresh=True)
+    st = os.stat(file_path)
+    seen = (os.path.abspath(file_path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    got = _VERIFIED.get(seen)
+    if got is None:
+        got = _VERIFIED[seen] = file_digest(file_path, fresh=True)
     want = manifest['files'][rel]
     if got != want:
         raise DataIntegrityError(
