@@ -6,9 +6,9 @@
 from mmengine.config import read_base
 from opencompass.partitioners import NaivePartitioner
 from opencompass.runners import LocalRunner
-from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
 from opencompass_longctx.partitioner import LongCtxPartitioner
+from opencompass_longctx.tasks import LongCtxEvalTask, LongCtxInferTask
 
 with read_base():
     from opencompass_longctx.configs.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
@@ -76,7 +76,7 @@ summarizer = dict(summarizer, dataset_abbrs=[f'babilong_qa1-qa{last}_{tier}' for
 # Parallel engines: shards=2 (or {'<model abbr>': 2}); another GPU: cost_model=dict(gpu='H100-80GB').
 # Multi-node: replace LocalRunner with OpenCompass's SlurmRunner (README).
 infer = dict(partitioner=dict(type=LongCtxPartitioner),
-             runner=dict(type=LocalRunner, max_num_workers=8, task=dict(type=OpenICLInferTask)))
+             runner=dict(type=LocalRunner, max_num_workers=8, task=dict(type=LongCtxInferTask)))
 eval = dict(partitioner=dict(type=NaivePartitioner, n=100),
-            runner=dict(type=LocalRunner, max_num_workers=2, task=dict(type=OpenICLEvalTask)))
+            runner=dict(type=LocalRunner, max_num_workers=2, task=dict(type=LongCtxEvalTask)))
 work_dir = 'outputs/longctx'

@@ -9,10 +9,10 @@
 from mmengine.config import read_base
 from opencompass.partitioners import NaivePartitioner
 from opencompass.runners import LocalRunner
-from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
 from opencompass_longctx.models.rule_reader import BabiRuleReader
 from opencompass_longctx.partitioner import LongCtxPartitioner
+from opencompass_longctx.tasks import LongCtxEvalTask, LongCtxInferTask
 
 with read_base():
     from opencompass_longctx.configs.datasets.babilong.babilong_base import BABILONG_BASE
@@ -41,7 +41,7 @@ datasets += [dict(d, tier=t, abbr=f"{d['abbr']}_{t}", path=f'{CPU_DIR}/nolima', 
              for t in NOLIMA_TIERS for d in NOLIMA_BASE]
 
 infer = dict(partitioner=dict(type=LongCtxPartitioner),
-             runner=dict(type=LocalRunner, max_num_workers=2, task=dict(type=OpenICLInferTask)))
+             runner=dict(type=LocalRunner, max_num_workers=2, task=dict(type=LongCtxInferTask)))
 eval = dict(partitioner=dict(type=NaivePartitioner, n=1000),
-            runner=dict(type=LocalRunner, max_num_workers=2, task=dict(type=OpenICLEvalTask)))
+            runner=dict(type=LocalRunner, max_num_workers=2, task=dict(type=LongCtxEvalTask)))
 work_dir = f'{CPU_DIR}/runs'

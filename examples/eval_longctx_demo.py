@@ -6,9 +6,11 @@
 # Scores are those of a random model (near 0): the demo proves the plumbing, not a model. The tiny model writes at
 # most 8 tokens per answer (its out_len_cap), so the demo takes minutes on 2 CPU cores, not half an hour.
 from mmengine.config import read_base
-from opencompass.partitioners import NaivePartitioner, NumWorkerPartitioner
+from opencompass.partitioners import NaivePartitioner
 from opencompass.runners import LocalRunner
-from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
+
+from opencompass_longctx.partitioner import LongCtxPartitioner
+from opencompass_longctx.tasks import LongCtxEvalTask, LongCtxInferTask
 
 with read_base():
     from opencompass_longctx.configs.datasets.babilong.babilong_0k_gen import babilong_datasets as babilong_0k
@@ -45,10 +47,11 @@ summarizer = dict(
     + [d['abbr'] for d in datasets],
 )
 
-# One inference task and one evaluation task for everything: each OpenCompass subprocess pays ~10 s of
-# imports, so one task per dataset would dominate a CPU demo.
-infer = dict(partitioner=dict(type=NumWorkerPartitioner, num_worker=1),
-             runner=dict(type=LocalRunner, max_num_workers=1, task=dict(type=OpenICLInferTask)))
+# One inference task per model and tier band (here one band, so one model load) and one evaluation task: each
+# OpenCompass subprocess pays ~10 s of imports, so one task per dataset would dominate a CPU demo. The package's
+# tasks go on past a dataset that fails (and the tier table says which, and why).
+infer = dict(partitioner=dict(type=LongCtxPartitioner),
+             runner=dict(type=LocalRunner, max_num_workers=1, task=dict(type=LongCtxInferTask)))
 eval = dict(partitioner=dict(type=NaivePartitioner, n=1000),
-            runner=dict(type=LocalRunner, max_num_workers=1, task=dict(type=OpenICLEvalTask)))
+            runner=dict(type=LocalRunner, max_num_workers=1, task=dict(type=LongCtxEvalTask)))
 work_dir = f'{DEMO_DIR}/runs'

@@ -188,16 +188,19 @@ def build_record_path(kind: str, kwargs: Dict) -> str:
     return os.path.join(cache_root(), 'build_records', f'{build_record_key(kind, kwargs)}.json')
 
 
-def record_build(kind: str, kwargs: Dict, ds, tokens_column: str) -> None:
-    """Remember the rows and prompt tokens of a built dataset, keyed by its load arguments, so that a later plan
-    of a run with the same dataset is exact. Never fails a build."""
+def record_build(kind: str, kwargs: Dict, ds, tokens_column: str):
+    """Remember the rows and prompt tokens of a built dataset, keyed by its load arguments (a file under the cache
+    root), so that a later plan of a run with the same dataset is exact; returns ``ds``. Never fails a build."""
     try:
         from .util import atomic_write_text
         tokens = (int(sum(ds[tokens_column])) if tokens_column in ds.column_names else None)
-        atomic_write_text(build_record_path(kind, kwargs), json.dumps(
-            {'rows': len(ds), 'prompt_tokens': tokens, 'tokens_column': tokens_column}))
+        record = {'rows': len(ds), 'prompt_tokens': tokens, 'tokens_column': tokens_column}
+        path = build_record_path(kind, kwargs)
+        if read_build_record(kind, kwargs) != record:
+            atomic_write_text(path, json.dumps(record))
     except Exception:  # noqa: BLE001 - a record is an optimisation of the plan, never a reason to fail
         pass
+    return ds
 
 
 def read_build_record(kind: str, kwargs: Dict) -> Optional[Dict]:

@@ -173,6 +173,23 @@ def test_band_engines_below_the_model_window_pass_it_to_the_inferencer(example):
     assert all('model_window' not in d['infer_cfg']['inferencer'] for d in originals)   # copies, not the run's
 
 
+def test_a_dataset_built_before_is_planned_exactly(tmp_path):
+    """The plan never builds a dataset; one built before (by any run: OpenCompass builds each dataset in its
+    processes) left a record of its rows and prompt tokens, so the plan of a later run counts it exactly."""
+    from opencompass.utils import build_dataset_from_cfg
+    from opencompass_longctx.longbio.dataset import LongBioDataset
+    d = dict(type=LongBioDataset, abbr='longbio_standard_1k', tier='1k', cell='standard', num_samples=3,
+             reader_cfg=dict(input_columns=['system', 'user', 'prefix'], output_column='answer'),
+             infer_cfg=dict(inferencer=dict(max_out_len=50)))
+    before = P.dataset_load(d)
+    assert not before.exact and before.rows == 3
+    built = build_dataset_from_cfg(Config(d)).test          # as OpenCompass builds it in its processes
+    after = P.dataset_load(d)
+    assert after.exact and after.rows == len(built) == 3
+    assert after.prompt_tokens == sum(built['prompt_tokens'])
+    assert P.dataset_load(dict(d, num_samples=2)).exact is False    # other load arguments: another dataset
+
+
 def test_predicted_datasets_are_not_planned_again(tmp_path):
     from opencompass.utils import get_infer_output_path
     model, ds = _lmdeploy_model(), [_babilong('1k'), _babilong('2k')]

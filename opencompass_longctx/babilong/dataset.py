@@ -126,4 +126,5 @@ class BabilongDataset(BaseDataset):
 
     @staticmethod
     def load(**kwargs):
-        return load_babilong(**kwargs)
+        from ..plan import record_build  # rows and prompt tokens of this build, for an exact plan of later runs
+        return record_build('BabilongDataset', kwargs, load_babilong(**kwargs), 'prompt_tokens')

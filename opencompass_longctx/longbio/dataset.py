@@ -40,4 +40,5 @@ class LongBioDataset(BaseDataset):
 
     @staticmethod
     def load(**kwargs):
-        return load_longbio(**kwargs)
+        from ..plan import record_build  # rows and prompt tokens of this build, for an exact plan of later runs
+        return record_build('LongBioDataset', kwargs, load_longbio(**kwargs), 'prompt_tokens')

@@ -256,4 +256,5 @@ class NoLiMaDataset(BaseDataset):
 
     @staticmethod
     def load(**kwargs):
-        return load_nolima(**kwargs)
+        from ..plan import record_build  # rows and prompt tokens of this build, for an exact plan of later runs
+        return record_build('NoLiMaDataset', kwargs, load_nolima(**kwargs), 'prompt_tokens_approx')

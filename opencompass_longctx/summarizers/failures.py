@@ -16,6 +16,8 @@ _TASK = re.compile(r'Task \[([^\]]*)\]')                         # OpenICLInferT
 _PROGRESS = re.compile(r'Progress of This Task --> Models: \d+/\d+, Datasets: (\d+)/\d+')
 _LOG_LINE = re.compile(r'^\d\d/\d\d \d\d:\d\d:\d\d - ')           # an OpenCompass logger line
 _HEAD = _TAIL = 1 << 16                                          # bytes read from each end of a log
+# LongCtxInferTask and LongCtxEvalTask (opencompass_longctx/tasks.py) log each dataset that fails and go on
+_DATASET_FAILED = re.compile(r'longctx: dataset failed \[([^\]]+)\]: (.*)')
 MAX_REASON = 300
 
 
@@ -94,6 +96,11 @@ class _Logs:
         direct = os.path.join(self.run, 'logs', 'infer', model, f'{abbr}.out')
         return (direct, None, []) if os.path.isfile(direct) else (None, None, [])  # died before its task line
 
+    def dataset_failures(self, path: str) -> Dict[str, str]:
+        """{'model/dataset': 'Type: message'} of the datasets LongCtxInferTask logged as failed in this log."""
+        return {m.group(1): (m.group(2) if len(m.group(2)) <= MAX_REASON else m.group(2)[:MAX_REASON - 1] + '…')
+                for m in _DATASET_FAILED.finditer(self.text(path, tail=None))}
+
     def eval_log(self, model: str, abbr: str, order: Sequence[str]) -> Tuple[Optional[str], List[str]]:
         """(log path, the datasets before this one in its task) of the eval task that held the dataset. Eval logs
         do not list their datasets, and OpenCompass's partitioners chunk a model's datasets in config order, so
@@ -130,18 +137,24 @@ def find_failures(run: str, expected: Sequence[Tuple[str, str]], result: Callabl
                                os.path.join(run, 'results', model, f'{abbr}.json')))
             continue
         before: List[str] = []  # the dataset of the same task where it stopped, when that came first
+        own = None  # the dataset's own failure line (LongCtxInferTask goes on after a failing dataset)
         if not _prediction_exists(run, model, abbr):
             stage, (path, pos, entries) = 'infer', logs.infer_log(model, abbr)
-            if pos is not None and len(entries) > 1:  # the dataset the task was on when it stopped
+            if path:
+                own = logs.dataset_failures(path).get(f'{model}/{abbr}')
+            if own is None and pos is not None and len(entries) > 1:  # the dataset the task was on when it stopped
                 m = list(_PROGRESS.finditer(logs.text(path, tail=None)))
                 at = int(m[-1].group(1)) - 1 if m else pos
                 before = [entries[at].split('/', 1)[-1]] if 0 <= at < pos else []
         else:
             stage, (path, chunk) = 'eval', logs.eval_log(model, abbr, order[model])
-            before = [a for a in chunk if not usable(result(model, a))][:1]  # it stops at the first failure
+            own = logs.dataset_failures(path).get(f'{model}/{abbr}') if path else None
+            before = [] if own is not None else [a for a in chunk if not usable(result(model, a))][:1]
         exc = last_exception(logs.text(path)) if path else None
         if res is not None:  # OpenCompass's evaluator wrote {'error': ...} instead of a score
             reason = str(res['error'])
+        elif own is not None:
+            reason = own
         elif path is None:
             reason = 'no result and no task log (the run was interrupted, or the task never started)'
         elif exc is None:

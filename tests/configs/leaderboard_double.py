@@ -5,9 +5,9 @@
 from mmengine.config import read_base
 from opencompass.partitioners import NaivePartitioner
 from opencompass.runners import LocalRunner
-from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
 from opencompass_longctx.partitioner import LongCtxPartitioner
+from opencompass_longctx.tasks import LongCtxEvalTask, LongCtxInferTask
 
 with read_base():
     from opencompass_longctx.configs.datasets.babilong.babilong_base import BABILONG_BASE
@@ -32,6 +32,6 @@ datasets += [dict(d, tier=t, abbr=f"{d['abbr']}_{t}", num_samples=2)
 datasets += [dict(d, tier=t, abbr=f"{d['abbr']}_{t}", path=NOLIMA, sample_data=True, tokenizer=TINY, pairs=1,
                   haystacks=[0], depth_indices=[0, 25]) for t in ('250', '1k') for d in NOLIMA_BASE]
 infer = dict(partitioner=dict(type=LongCtxPartitioner, bands=['0k', '1k', '2k']),
-             runner=dict(type=LocalRunner, max_num_workers=2, task=dict(type=OpenICLInferTask)))
+             runner=dict(type=LocalRunner, max_num_workers=2, task=dict(type=LongCtxInferTask)))
 eval = dict(partitioner=dict(type=NaivePartitioner, n=1000),
-            runner=dict(type=LocalRunner, max_num_workers=1, task=dict(type=OpenICLEvalTask)))
+            runner=dict(type=LocalRunner, max_num_workers=1, task=dict(type=LongCtxEvalTask)))
