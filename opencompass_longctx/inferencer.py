@@ -1,7 +1,7 @@
 """``LongCtxGenInferencer``: OpenCompass's GenInferencer with an explicit over-length policy.
 
 Before a batch goes to the model, each prompt's length is measured with the model's own tokenizer *after* its
-chat template (``model.get_token_len_from_template``). A prompt whose length plus ``max_out_len`` exceeds the
+chat template, as the wrapper renders it (each message, the answer prefix continued). A prompt whose length plus ``max_out_len`` exceeds the
 model's ``max_seq_len`` is not sent (OpenCompass's HF wrapper would cut its start, TurboMind's ``drop_middle``
 its middle, where the needle is): its prediction is :data:`~opencompass_longctx.overlength.OVER_LENGTH` and
 the evaluators count it as over-length. ``overlength='skip'`` is the only policy, and the default; it is
@@ -13,6 +13,8 @@ would hold is an engine-sizing miss, not an over-length prompt. It is not sent e
 :data:`~opencompass_longctx.overlength.ENGINE_TOO_SMALL`, the log says so at ERROR level, and the evaluators and
 the tier table report the dataset as incomplete with the reason.
 """
+import json
+
 from opencompass.openicl.icl_inferencer import GenInferencer
 from opencompass.utils import get_logger
 
@@ -40,15 +42,27 @@ class LongCtxGenInferencer(GenInferencer):
         window = self.model_window if self.model_window and self.model_window > limit else None
 
         def token_len(prompt):  # GenInferencer measures every prompt too: tokenize each one once
-            if prompt not in memo:
-                memo[prompt] = real_len(prompt)
-            return memo[prompt]
+            key = prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, default=str)
+            if key not in memo:
+                memo[key] = real_len(prompt)
+            return memo[key]
+
+        def measure(template):
+            """The prompt's tokens as the wrapper sends it: its messages through the chat template (OpenCompass's
+            get_token_len_from_template joins them into one user message, a few tokens short per message)."""
+            parsed = model.parse_template(template, mode='gen')
+            if not isinstance(parsed, str):
+                try:
+                    return token_len(parsed)
+                except (TypeError, AttributeError, KeyError):  # a model that measures strings only
+                    pass
+            return token_len(str(parsed))
 
         def guarded(templates, max_out_len, **kw):
             # the model returns num_return_sequences outputs per prompt, one after another; GenInferencer groups
             # them again (it reads the count the same way): an unsent prompt gets as many markers
             per_prompt = getattr(model, 'generation_kwargs', {}).get('num_return_sequences', 1)
-            need = [model.get_token_len_from_template(t, mode='gen') + max_out_len for t in templates]
+            need = [measure(t) + max_out_len for t in templates]
             fits = [n <= limit for n in need]
             unsent = [None if ok else ENGINE_TOO_SMALL if window and n <= window else OVER_LENGTH
                       for n, ok in zip(need, fits)]

@@ -143,3 +143,26 @@ def test_item6_lmdeploy_wrapper_continues_the_prefix(tiny_model_dir, monkeypatch
     off = LongCtxTurboMindModel(continue_final_message=False, **kw)
     off.generate_from_template([prompt_of(row)], max_out_len=8)
     assert seen[-1][0] == [chatml(row, '')]
+
+
+def test_the_over_length_check_measures_the_prompt_as_the_wrapper_renders_it(tiny_model_dir, tmp_path):
+    """LongCtxGenInferencer measures each prompt with its messages through the chat template and the prefix
+    continued (OpenCompass's get_token_len_from_template joins them into one user message, a few tokens short), so
+    a prompt that fits max_seq_len exactly is sent and one token less is not."""
+    from datasets import Dataset
+    from opencompass.openicl.icl_dataset_reader import DatasetReader
+    from opencompass_longctx.overlength import OVER_LENGTH
+    row = longbio_row()
+    model = LongCtxHFChatModel(path=tiny_model_dir, **HF)
+    sent = len(model.tokenizer(chatml(row, row['prefix'].rstrip()), add_special_tokens=False)['input_ids'])
+    data = Dataset.from_dict({k: [row[k]] for k in ('system', 'user', 'prefix', 'answer')})
+    reader = DatasetReader(data, input_columns=['system', 'user', 'prefix'], output_column='answer')
+    retriever = ZeroRetriever(SimpleNamespace(reader=reader, train=reader.dataset['train'],
+                                              test=reader.dataset['test']))
+    for limit, expect_sent in ((sent + 3, True), (sent + 2, False)):
+        out = tmp_path / str(limit)
+        LongCtxGenInferencer(model=model, max_out_len=3, max_seq_len=limit, batch_size=1,
+                             output_json_filepath=str(out)).inference(
+            retriever, prompt_template=PromptTemplate(LONGBIO_TEMPLATE))
+        pred = json.loads((out / 'predictions').read_text())['0']['prediction']
+        assert (pred != OVER_LENGTH) is expect_sent, (limit, sent, pred)
