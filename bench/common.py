@@ -33,6 +33,9 @@ _CHILD = textwrap.dedent('''
     t = time.perf_counter()
     exec(body, ns)
     dt = time.perf_counter() - t
+    pool = sys.modules.get('opencompass_longctx.parallel')
+    if pool is not None and pool._POOL['executor'] is not None:   # a kept pool: stop it, so that its
+        pool._POOL['executor'].shutdown(wait=True)                # workers' CPU time is counted below
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     done.set()
     print('@@RESULT@@' + json.dumps({'seconds': dt, 'peak_rss_mib': peak / 1024,
