@@ -43,7 +43,7 @@ def test_every_cell_tier_and_mode_runs_and_the_summary_shows_three_categories_pe
     assert_clean_logs(run_dir)
     rows = summary(run_dir)
     expected = expected_datasets()
-    assert len(expected) == 2 * (15 + 11 + 15 + 15)
+    assert len(expected) == 2 * (15 + 12 + 15 + 15)   # 2k holds 12 cells (LONGBIO_NEED_TOKENS)
     for abbr, (cell, tier, mode) in expected.items():
         res = json.load(open(os.path.join(run_dir, 'results', 'tiny-chat', f'{abbr}.json')))
         if tier in HELD:
@@ -71,9 +71,11 @@ def test_prompts_are_sent_exactly_and_results_record_the_mode(longbio_run):
         preds = json.load(open(os.path.join(run_dir, 'predictions', 'tiny-chat', f'{abbr}.json')))
         assert len(preds) == len(ds) == SAMPLES * (2 if cell == 'idk' else 1)
         for i, p in preds.items():
-            system, user = p['origin_prompt']   # a real system message, then the user message, byte-exact
-            assert (system['role'], user['role']) == ('SYSTEM', 'HUMAN')
+            # a real system message, the user message and the authors' answer prefix (continued), byte-exact
+            system, user, prefix = p['origin_prompt']
+            assert (system['role'], user['role'], prefix['role']) == ('SYSTEM', 'HUMAN', 'BOT')
             assert system['prompt'] == ds[int(i)]['system'] and user['prompt'] == ds[int(i)]['user']
+            assert prefix['prompt'] == ds[int(i)]['prefix'] and prefix['prefill'] is True
             assert p['gold'] == ds[int(i)]['answer']
         res = json.load(open(os.path.join(run_dir, 'results', 'tiny-chat', f'{abbr}.json')))
         scoring = res['scoring'][0]
