@@ -7,6 +7,10 @@ from pathlib import Path
 
 import pytest
 
+# Offline before anything imports huggingface_hub (it reads these once, at import): no test may wait on the hub.
+os.environ['HF_HUB_OFFLINE'] = '1'
+os.environ['HF_DATASETS_OFFLINE'] = '1'
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / 'shared'
 # LMDeploy's config classes, unpacked beside the environment (README: `pip install --no-deps --target .lmdeploy
