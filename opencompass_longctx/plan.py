@@ -752,6 +752,10 @@ def summarize(plan: Dict, problems: Sequence[str] = ()) -> Dict:
             'skipped_already_predicted': len(plan['skipped']), 'cost_model': cm, 'problems': list(problems)}
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _fmt_tokens(n: int) -> str:
     return f'{n / 1e9:.2f}B' if n >= 1e9 else f'{n / 1e6:.1f}M' if n >= 1e6 else f'{n / 1e3:.1f}k' if n >= 1e3 else str(n)
 
@@ -765,7 +769,8 @@ def to_markdown(summary: Dict) -> str:
             'GPU cost not estimated: no LMDeploy model with a known geometry in this run (other models are only '
             'grouped by band).')
     lines = ['# Run plan', '',
-             f"{summary['tasks']} inference tasks, {summary['engine_starts']} model loads (engine starts). " + cost, '',
+             f"{_count(summary['tasks'], 'inference task')}, {_count(summary['engine_starts'], 'model load')} "
+             f"(engine starts). " + cost, '',
              '| model | band | tiers | tasks | engine starts | GPUs/task | datasets | samples | prompt tokens '
              '| session_len | max_batch_size | preflight | GPU-hours |',
              '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
