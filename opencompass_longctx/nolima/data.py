@@ -78,14 +78,15 @@ def locate(relpaths: Sequence[str], path: Optional[str] = None, download: Option
                 return _download(relpaths, root, revision)
             missing = '\n'.join(f'  {os.path.join(root, rel)}' for rel, p in found.items() if p is None)
             raise DataNotFoundError(
-                f'NoLiMa data directory {root} is incomplete: {what} need these files, which are missing:\n'
+                f'NoLiMa data directory {root} is incomplete: these files of {what} are missing:\n'
                 f'{missing}\n{SOURCE.how_to_get}')
     if download_enabled(download):
         return _download(relpaths, path, revision)
     searched = '\n'.join(f'  {r}' for r in roots)
     listing = '\n'.join(f'  {rel}' for rel in relpaths)
     raise DataNotFoundError(
-        f'NoLiMa data not found: {what} need\n{listing}\nunder one of\n{searched}\n{SOURCE.how_to_get}\n'
+        f'NoLiMa data not found: {what} ({len(relpaths)} file{"s" if len(relpaths) != 1 else ""}):\n{listing}\n'
+        f'was looked for under each of\n{searched}\n{SOURCE.how_to_get}\n'
         f'Or set download=True in the dataset config (or LONGCTX_DOWNLOAD=1) to fetch them from the Hugging '
         f'Face hub ({HUB_REPO} at revision {revision or NOLIMA_REVISION}).')
 
