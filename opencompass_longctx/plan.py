@@ -684,29 +684,40 @@ def _check_nolima_files(d: Dict) -> List[str]:
 
 
 def _check_babilong_files(d: Dict) -> List[str]:
+    """What ``load_babilong`` would miss: a generated split needs the bAbI and PG19 directories; a tier BABILong
+    does not publish is read from a file written by the generator when there is one (``path=``), else made
+    from those directories; a published tier needs its file."""
     from .babilong import data as bdata
-    from .sources import find_file, search_roots
+    from .sources import DataNotFoundError, find_file, search_roots
     tier = parse_tier(d['tier'])
     task = d.get('task', 'qa1')
     source = str(d.get('sample_source', '100'))
     babi = d.get('babi_dir') or os.environ.get('BABI_DIR')
     books = d.get('background_dir') or os.environ.get('PG19_DIR')
-    if source == 'generated' or tier.name not in bdata.PUBLISHED_TIERS:
-        missing = [f'{k} ({v!r} is not a directory)' if v else f'{k} (not set)'
-                   for k, v in (('babi_dir / $BABI_DIR', babi), ('background_dir / $PG19_DIR', books))
-                   if not (v and os.path.isdir(v))]
-        if not missing:
-            return []
-        if tier.name not in bdata.PUBLISHED_TIERS or source == 'generated':
-            return [f'BABILong {tier.name} is generated: it needs ' + ', '.join(missing)]
+    missing = [f'{k} ({v!r} is not a directory)' if v else f'{k} (not set)'
+               for k, v in (('babi_dir / $BABI_DIR', babi), ('background_dir / $PG19_DIR', books))
+               if not (v and os.path.isdir(v))]
+    if source == 'generated':
+        return [f'BABILong {tier.name} is generated: it needs ' + ', '.join(missing)] if missing else []
     src = bdata.source_for(source, tier)
     roots = search_roots(src, d.get('path'))
+    candidates = bdata.file_candidates(task, tier, src)
+    what = f'{task} at {tier.name}'
+    if tier.name not in bdata.PUBLISHED_TIERS:
+        try:
+            find_file(src, candidates, path=d.get('path'), download=False, what=what)
+            return []
+        except DataNotFoundError:
+            if not missing:
+                return []
+            return [f'BABILong does not publish {tier.name}: no generated file for {task} under '
+                    + ', '.join(roots) + ' (longctx-babilong-generate writes one; then path= or $BABILONG_DATA), '
+                    'and making it needs ' + ', '.join(missing)]
     if not any(os.path.isdir(r) for r in roots):
         return [f'{src.name} data ({src.hub_repo}) not found: none of ' + ', '.join(roots) + ' exists.\n'
                 + src.how_to_get]
     bdata.check_available(task, tier, src)
-    find_file(src, bdata.file_candidates(task, tier, src), path=d.get('path'), download=False,
-              what=f'{task} at {tier.name}')
+    find_file(src, candidates, path=d.get('path'), download=False, what=what)
     return []
 
 

@@ -242,6 +242,30 @@ def test_checks_find_every_problem_without_a_gpu(tmp_path, monkeypatch):
     assert 'huggingface-cli download RMT-team/babilong' in md and 'export LONGCTX_MODEL_ROOT' in md
 
 
+def test_a_tier_babilong_does_not_publish_is_a_problem_only_when_it_can_be_neither_read_nor_made(tmp_path,
+                                                                                                   monkeypatch):
+    """As the loader: a generated file under path= is read (no bAbI/PG19 needed); without one, the tier is made
+    from $BABI_DIR and $PG19_DIR; only with neither is it a problem (which stops a real run)."""
+    from opencompass_longctx import demo_data
+    monkeypatch.delenv('BABI_DIR', raising=False)
+    monkeypatch.delenv('PG19_DIR', raising=False)
+    written = tmp_path / 'generated'
+    demo_data.write(str(written), tiers=['3k'], tasks=['qa1'])   # the layout longctx-babilong-generate writes
+    assert P.check_run([], [_babilong('3k', path=str(written))]) == []
+    nothing = _babilong('3k', path=str(tmp_path / 'nothing'))
+    problems = P.check_run([], [nothing])
+    assert [p['where'] for p in problems] == [['babilong_qa1_3k']]
+    text = problems[0]['problem']
+    assert 'does not publish 3k' in text and '$BABI_DIR (not set)' in text and '$PG19_DIR (not set)' in text
+    monkeypatch.setenv('BABI_DIR', str(written / 'inputs' / 'babi'))
+    monkeypatch.setenv('PG19_DIR', str(written / 'inputs' / 'books'))
+    assert P.check_run([], [nothing]) == []
+    generated = _babilong('3k', sample_source='generated', path=str(tmp_path / 'nothing'))
+    assert P.check_run([], [generated]) == []
+    monkeypatch.delenv('PG19_DIR')
+    assert 'is generated: it needs background_dir / $PG19_DIR (not set)' in P.check_run([], [generated])[0]['problem']
+
+
 def test_a_real_run_stops_before_any_task_a_dry_run_reports(tmp_path, monkeypatch):
     model = _lmdeploy_model(path=str(tmp_path / 'missing'))
     cfg = Config(dict(models=[model], datasets=[_babilong('1k', path=str(tmp_path / 'babilong'))],
