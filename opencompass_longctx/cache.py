@@ -351,11 +351,14 @@ class DatasetCache:
             return None
         except PermissionError as e:
             raise _not_readable(entry, e) from e
+        import datasets  # noqa: F401 - imported here, so that a broken install is an ImportError, never damage
+        import pyarrow  # noqa: F401
+        import xxhash  # noqa: F401
         try:
             return self._load(entry)
         except PermissionError as e:
             raise _not_readable(entry, e) from e
-        except (MemoryError, InterruptedError) as e:  # the machine, not the entry: never drop a valid entry
+        except (MemoryError, InterruptedError, ImportError) as e:  # the machine, not the entry: never drop it
             raise
         except OSError as e:
             if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EIO, errno.EAGAIN):

@@ -195,6 +195,24 @@ def test_format_2_stream_entries_still_load(tmp_path):
     assert cache.get_or_build('t', 'k' * 64, lambda: pytest.fail('rebuilt')).to_list() == list(rows(5))
 
 
+@pytest.mark.parametrize('error', [ImportError("No module named 'xxhash'"), MemoryError(),
+                                   OSError(5, 'Input/output error')])
+def test_a_failure_of_the_machine_never_drops_a_valid_entry(tmp_path, monkeypatch, error):
+    """A broken install, no memory or an I/O error is raised as it is: the entry (maybe shared with other users)
+    stays and loads once the machine is fine."""
+    import opencompass_longctx.cache as C
+    cache = DatasetCache(str(tmp_path / 'c'))
+    cache.get_or_build('t', 'k' * 64, lambda: rows(4))
+
+    def fail(entry):
+        raise error
+    monkeypatch.setattr(C, 'read_table', fail)
+    with pytest.raises(type(error)):
+        cache.load('t', 'k' * 64)
+    monkeypatch.undo()
+    assert cache.get_or_build('t', 'k' * 64, lambda: pytest.fail('rebuilt')).to_list() == list(rows(4))
+
+
 def test_format_1_entries_still_load(tmp_path):
     """Entries written before checksums (meta.json with one sha256) load when their sha256 matches."""
     import json

@@ -197,7 +197,7 @@ def load_book(path: str, tokenizer) -> BookTokens:
             arrays = {k: np.load(os.path.join(d, f'{k}.npy'), mmap_mode='r') for k in meta['arrays']}
             if int(arrays['tokens'].shape[0]) != meta['tokens']:
                 raise EntryDamaged('token count mismatch')
-        except PermissionError:
+        except (PermissionError, MemoryError, ImportError):  # this user or the machine, not the entry
             raise
         except Exception as e:  # noqa: BLE001 - damaged entry: rebuild
             drop_entry(d, f'{type(e).__name__}: {e}')
