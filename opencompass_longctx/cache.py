@@ -358,7 +358,7 @@ class DatasetCache:
             return self._load(entry)
         except PermissionError as e:
             raise _not_readable(entry, e) from e
-        except (MemoryError, InterruptedError, ImportError) as e:  # the machine, not the entry: never drop it
+        except (MemoryError, InterruptedError, ImportError):  # the machine, not the entry: never drop it
             raise
         except OSError as e:
             if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EIO, errno.EAGAIN):

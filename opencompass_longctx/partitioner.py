@@ -68,8 +68,9 @@ class LongCtxPartitioner(BasePartitioner):
         datasets = [d for c in model_dataset_combinations for d in c['datasets']]
         problems = P.engine_problems(plan) + P.check_run(models, datasets)
         summary = P.summarize(plan, problems)
-        paths = P.write(summary, plan, os.path.join(work_dir, 'plan'))
-        print('\n' + P.to_markdown(summary) + f"\nPlan written to {paths['md']} and {paths['json']}\n", flush=True)
+        markdown = P.to_markdown(summary)
+        paths = P.write(summary, plan, os.path.join(work_dir, 'plan'), markdown)
+        print('\n' + markdown + f"\nPlan written to {paths['md']} and {paths['json']}\n", flush=True)
         if problems and self.on_problem == 'error' and not dry_run():
             raise RunCheckError(
                 f'{len(problems)} problem(s) found before any task started (listed above and in {paths["md"]}); '

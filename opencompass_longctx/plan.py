@@ -49,13 +49,12 @@ class PlanError(ValueError):
 class Benchmark:
     name: str
     tier_unit: int        # tokens per 'k' of a tier
-    data_tokenizer: str   # what the recorded token counts are counted in
 
 
 BENCHMARKS = {
-    'BabilongDataset': Benchmark('babilong', 1000, 'GPT-2'),
-    'LongBioDataset': Benchmark('longbio', 1024, 'the data tokenizer'),
-    'NoLiMaDataset': Benchmark('nolima', 1000, "the model's tokenizer"),
+    'BabilongDataset': Benchmark('babilong', 1000),
+    'LongBioDataset': Benchmark('longbio', 1024),
+    'NoLiMaDataset': Benchmark('nolima', 1000),
 }
 
 
@@ -94,7 +93,8 @@ def data_tokenizer_name(bench: 'Benchmark', d: Dict) -> str:
         return 'tiktoken:gpt2'             # BABILong's tiers are GPT-2 tokens (the authors' data)
     if bench.name == 'longbio':
         from .longbio.generator import DEFAULT_TOKENIZER as LONGBIO_DEFAULT
-        return d.get('tokenizer') or LONGBIO_DEFAULT
+        tok = d.get('tokenizer')
+        return LONGBIO_DEFAULT if tok in (None, '', 'default') else tok   # as longbio.generator.make_spec
     from .tokenization import DEFAULT_TOKENIZER
     return d.get('tokenizer') or DEFAULT_TOKENIZER
 
@@ -267,7 +267,6 @@ class DatasetLoad:
     prompt_tokens: int               # all rows, in the data tokenizer
     exact: bool                      # True: from the dataset's build record; False: tier arithmetic
     max_out_len: int
-    tokens_in: str
     row_tokens_estimate: int         # one prompt by the tier arithmetic
     ratio: Optional[float] = None    # model tokens per data-tokenizer token (None: not measured)
 
@@ -306,10 +305,10 @@ def dataset_load(d: Dict, model_max_out_len: Optional[int] = None, model_tok=Non
     rec = read_build_record(type_name(d), load_kwargs(d))
     if rec and rec.get('prompt_tokens') is not None:
         return DatasetLoad(abbr, bench.name, tier.name, tier_tokens, rec['rows'], rec['prompt_tokens'], True,
-                           max_out, bench.data_tokenizer, per_row, ratio)
+                           max_out, per_row, ratio)
     rows = _estimate_rows(bench, d, tier_tokens)
-    return DatasetLoad(abbr, bench.name, tier.name, tier_tokens, rows, rows * per_row, False, max_out,
-                       bench.data_tokenizer, per_row, ratio)
+    return DatasetLoad(abbr, bench.name, tier.name, tier_tokens, rows, rows * per_row, False, max_out, per_row,
+                       ratio)
 
 
 # ---------------------------------------------------------------------------------------------- bands
@@ -364,10 +363,10 @@ def _table_row(model_cfg) -> Optional[Dict]:
 
 def model_geometry(model_cfg) -> Dict:
     """config.json of the model directory, else the geometry the shipped model table declares, else {}."""
+    from .models.lmdeploy import read_model_config
     path = model_cfg.get('path')
     if path and os.path.isfile(os.path.join(path, 'config.json')):
-        with open(os.path.join(path, 'config.json'), encoding='utf-8') as f:
-            return {'config': json.load(f), 'source': 'config.json'}
+        return {'config': read_model_config(path), 'source': 'config.json'}
     row = _table_row(model_cfg)
     if row and row.get('arch'):
         return {'config': dict(row['arch']), 'source': 'model table'}
@@ -376,7 +375,7 @@ def model_geometry(model_cfg) -> Dict:
 
 def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) -> Dict:
     """max_batch_size for ``session_len`` from the KV-cache arithmetic (the runtime preflight's), and its verdict."""
-    from .models.lmdeploy import kv_bytes_per_token, kv_plan, weight_bytes
+    from .models.lmdeploy import _text_config, kv_bytes_per_token, kv_geometry, kv_plan, weight_bytes
     ec = dict(model_cfg.get('engine_config') or {})
     tp = int(ec.get('tp', 1))
     geo = model_geometry(model_cfg)
@@ -397,8 +396,8 @@ def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) ->
     per_seq, budget = one['need'], one['budget']
     fit = int(budget // per_seq) if per_seq else cap
     out.update(weights_gib=weights / GIB, kv_bytes_per_token=kvpt, kv_gib_per_seq_per_gpu=per_seq / GIB,
-               kv_budget_gib_per_gpu=budget / GIB, layers=cfg.get('num_hidden_layers', cfg.get('num_layers')),
-               hidden=cfg.get('hidden_size'), weights=weights)
+               kv_budget_gib_per_gpu=budget / GIB, layers=kv_geometry(cfg)['layers'],
+               hidden=_text_config(cfg).get('hidden_size'), weights=weights)
     if fit < 1:
         out.update(max_batch_size=1, verdict='does not fit',
                    reason=f'one sequence of {session_len} tokens needs {per_seq / GIB:.1f} GiB of KV per GPU, '
@@ -829,11 +828,11 @@ def to_json(summary: Dict, plan: Dict) -> str:
     return json.dumps(data, indent=1, sort_keys=True, default=str)
 
 
-def write(summary: Dict, plan: Dict, directory: str) -> Dict[str, str]:
+def write(summary: Dict, plan: Dict, directory: str, markdown: Optional[str] = None) -> Dict[str, str]:
     os.makedirs(directory, exist_ok=True)
     paths = {'md': os.path.join(directory, 'longctx_plan.md'), 'json': os.path.join(directory, 'longctx_plan.json')}
     with open(paths['md'], 'w', encoding='utf-8') as f:
-        f.write(to_markdown(summary))
+        f.write(to_markdown(summary) if markdown is None else markdown)
     with open(paths['json'], 'w', encoding='utf-8') as f:
         f.write(to_json(summary, plan))
     return paths

@@ -38,7 +38,7 @@ class _GoesOn:
     """Runs each dataset of a task in turn; a failing one is logged and the next runs."""
     stage = ''
 
-    def _command(self, base_module, cfg_path, template, command):
+    def _command(self, base_module, command):
         """OpenCompass's command (GPU and launcher handling included), running this module instead of its script."""
         return command.replace(base_module.__file__, f'{osp.abspath(__file__)} --stage {self.stage}')
 
@@ -68,7 +68,7 @@ class LongCtxInferTask(_GoesOn, OpenICLInferTask):
 
     def get_command(self, cfg_path, template):
         import opencompass.tasks.openicl_infer as base
-        return self._command(base, cfg_path, template, super().get_command(cfg_path, template))
+        return self._command(base, super().get_command(cfg_path, template))
 
     def run(self, cur_model=None, cur_model_abbr=None):
         self.logger.info(f'Task {task_abbr_from_cfg(self.cfg)}')
@@ -98,7 +98,7 @@ class LongCtxEvalTask(_GoesOn, OpenICLEvalTask):
 
     def get_command(self, cfg_path, template):
         import opencompass.tasks.openicl_eval as base
-        return self._command(base, cfg_path, template, super().get_command(cfg_path, template))
+        return self._command(base, super().get_command(cfg_path, template))
 
     def run(self):
         def evaluate(model_cfg, dataset_cfg):

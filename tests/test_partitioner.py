@@ -201,6 +201,22 @@ def test_predicted_datasets_are_not_planned_again(tmp_path):
     assert [t.datasets for t in plan['tasks']] == [['babilong_qa1_2k']] and len(plan['skipped']) == 1
 
 
+def test_a_nested_config_json_is_sized_and_costed(tmp_path):
+    """A multimodal-style config.json (the language model under text_config) gives the same layers and width as
+    the KV-cache preflight reads, so the band is costed, not left out of the GPU-hours."""
+    text = dict(num_hidden_layers=28, hidden_size=3584, num_attention_heads=28, num_key_value_heads=4,
+                intermediate_size=18944, vocab_size=152064)
+    d = tmp_path / 'nested'
+    d.mkdir()
+    (d / 'config.json').write_text(json.dumps({'architectures': ['X'], 'text_config': text}))
+    model = _lmdeploy_model(path=str(d))
+    cm = P.cost_model()
+    engine = P.size_engine(model, 32768, cm['gpu_spec'])
+    assert engine['verdict'] == 'fits' and (engine['layers'], engine['hidden']) == (28, 3584)
+    load = P.DatasetLoad('b', 'babilong', '32k', 32000, 10, 320000, False, 20, 32000)
+    assert P.task_seconds([load], engine, cm)['costed']
+
+
 def test_a_band_the_gpu_cannot_hold_says_so():
     model = _lmdeploy_model(abbr='qwen2.5-7b-instruct', max_seq_len=1100000)   # geometry from the model table
     plan = P.make_plan(_combo([model], [_babilong('1m')]), cost=dict(gpu='A100-80GB'))

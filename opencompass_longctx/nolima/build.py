@@ -59,7 +59,7 @@ class _Blocks:
 
     def count(self, text: str) -> int:
         if text not in self.memo:
-            self.memo[text] = len(self.tok.encode(text))
+            self.memo[text] = self.tok.count(text)
         return self.memo[text]
 
     def rows(self, block: int) -> Iterator[Dict]:

@@ -199,10 +199,10 @@ def load_nolima(tier, needle_set: str = 'main', path: Optional[str] = None, toke
               f'{used_tier} (recorded in the haystack_tier column)', file=sys.stderr)
 
     if max_seq_len is not None:
-        worst = max(len(tok.encode(build_prompt('', p.question.replace(CHAR, 'W' * 12), p.task_template)))
-                    + len(tok.encode(' ' + p.needle.replace(CHAR, 'W' * 12) + '\n'))
-                    + (len(tok.encode(' ' + p.distractor + '\n')) if p.distractor else 0) for p in chosen)
-        need = L + worst + len(tok.encode(SYSTEM_PROMPT)) + CHAT_MARGIN + MAX_NEW_TOKENS
+        worst = max(tok.count(build_prompt('', p.question.replace(CHAR, 'W' * 12), p.task_template))
+                    + tok.count(' ' + p.needle.replace(CHAR, 'W' * 12) + '\n')
+                    + (tok.count(' ' + p.distractor + '\n') if p.distractor else 0) for p in chosen)
+        need = L + worst + tok.count(SYSTEM_PROMPT) + CHAT_MARGIN + MAX_NEW_TOKENS
         if need > max_seq_len:
             raise NoLiMaError(
                 f'NoLiMa {tier} does not fit max_seq_len={max_seq_len}: prompts need about {need - MAX_NEW_TOKENS}'
