@@ -22,7 +22,6 @@
 included, prints the plan and writes it next to the run (``<work_dir>/plan/``).
 """
 import copy
-import glob
 import hashlib
 import json
 import math
@@ -619,9 +618,10 @@ def _check_model(m: Dict) -> List[str]:
     problems = []
     if not os.path.isfile(os.path.join(path, 'config.json')):
         problems.append(f'model directory {path!r} has no config.json (not a Hugging Face model directory)')
-    tok_files = ('tokenizer.json', 'tokenizer.model', 'vocab.json', 'tokenizer_config.json', 'tiktoken.model')
-    if not any(os.path.isfile(os.path.join(path, f)) for f in tok_files):
-        problems.append(f'model directory {path!r} has no tokenizer files ({", ".join(tok_files[:3])}, ...)')
+    from .tokenization import tokenizer_files
+    if not tokenizer_files(path):
+        problems.append(f'model directory {path!r} has no tokenizer files (tokenizer.json, tokenizer.model, '
+                        'vocab.json, ...)')
     return problems
 
 
@@ -633,13 +633,12 @@ def _check_key(bench: Benchmark, d: Dict):
 
 
 def _check_tokenizer(name) -> List[str]:
-    from .tokenization import is_missing_path
+    from .tokenization import is_missing_path, tokenizer_files
     if not name or not isinstance(name, str) or name.startswith('tiktoken:'):
         return []
     if is_missing_path(name):
         return [f'tokenizer {name!r} does not exist (give the evaluated model\'s tokenizer directory)']
-    if os.path.isdir(name) and not glob.glob(os.path.join(name, 'tokenizer*')) and \
-            not os.path.isfile(os.path.join(name, 'vocab.json')):
+    if os.path.isdir(name) and not tokenizer_files(name):
         return [f'tokenizer directory {name!r} has no tokenizer files']
     return []
 

@@ -342,8 +342,13 @@ _HF_FILES = ('tokenizer.json', 'tokenizer.model', 'vocab.json', 'merges.txt', 't
              'special_tokens_map.json', 'added_tokens.json', 'vocab.txt', 'tiktoken.model')
 
 
+def tokenizer_files(directory: str) -> List[str]:
+    """The Hugging Face tokenizer files in ``directory`` (none: not a tokenizer directory)."""
+    return [os.path.join(directory, f) for f in _HF_FILES if directory and os.path.isfile(os.path.join(directory, f))]
+
+
 def _hf_files_digest(src: str) -> Optional[str]:
-    files = [os.path.join(src, f) for f in _HF_FILES if src and os.path.isfile(os.path.join(src, f))]
+    files = tokenizer_files(src)
     if not files:
         return None
     h = hashlib.sha256(b'hf:')
