@@ -208,3 +208,21 @@ def ordered_map(fn: Callable, items: Iterable, init: Callable, initargs: tuple =
             _release(pool)
         raise
     _idle(pool)
+
+
+def map_chunks(work: Callable, items: Sequence, init: Callable, initargs: tuple, num_proc: int, item_tokens: float,
+               startup: int, what: str, rows_per_item: int = 1, min_parallel_tokens: Optional[float] = None,
+               chunk_tokens: Optional[float] = None, enabled: bool = True) -> Iterator:
+    """``work(state, chunk)`` for consecutive chunks of ``items`` (slices of it), in order, on up to ``num_proc``
+    processes: :func:`plan` decides how many from the tokens of one item and the workers' start-up factor
+    (``min_parallel_tokens`` and ``chunk_tokens`` default to this module's), and one progress bar, ``what (N
+    processes)``, counts ``rows_per_item`` per item."""
+    min_parallel = MIN_PARALLEL_TOKENS if min_parallel_tokens is None else min_parallel_tokens
+    workers, size = plan(len(items), num_proc, item_tokens, min_parallel * startup,
+                         CHUNK_TOKENS if chunk_tokens is None else chunk_tokens)
+    bar = progress(len(items) * rows_per_item, f'{what} ({workers} process{"es" * (workers > 1)})', enabled=enabled)
+    try:
+        yield from ordered_map(work, chunks(items, size), init, initargs, workers,
+                               size=lambda chunk: len(chunk) * rows_per_item, bar=bar)
+    finally:
+        bar.close()

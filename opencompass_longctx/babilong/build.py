@@ -49,14 +49,7 @@ def generated_rows(gen, task: str, tier: Tier, samples: int, parts: Dict[str, st
     ``num_proc``)."""
     items = list(enumerate(gen.questions(task, tier, samples)))
     startup = max(parallel.startup_factor(gen.tok), parallel.startup_factor(tokenizer))
-    workers, size = parallel.plan(len(items), num_proc, max(tier.tokens(1000), 1000),
-                                  parallel.MIN_PARALLEL_TOKENS * startup, parallel.CHUNK_TOKENS)
-    bar = parallel.progress(len(items), f'BABILong {task} {tier.name} (generating, {workers} '
-                                        f'process{"es" * (workers > 1)})')
-    try:
-        for rows in parallel.ordered_map(_generated_chunk, parallel.chunks(items, size), _GeneratedRows,
-                                         (gen, task, tier, parts, tokenizer, tokenizer.fingerprint, variant),
-                                         workers, size=len, bar=bar):
-            yield from rows
-    finally:
-        bar.close()
+    for rows in parallel.map_chunks(_generated_chunk, items, _GeneratedRows,
+                                    (gen, task, tier, parts, tokenizer, tokenizer.fingerprint, variant), num_proc,
+                                    max(tier.tokens(1000), 1000), startup, f'BABILong {task} {tier.name} (generating)'):
+        yield from rows

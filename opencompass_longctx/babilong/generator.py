@@ -334,11 +334,6 @@ def write(generator: Generator, out_dir: str, tiers: Sequence, tasks: Sequence[s
     items = [(task, tier, i, story) for task in tasks for tier in tiers
              for i, story in enumerate(generator.questions(task, tier, samples))]
     cost = sum(max(t.tokens(1000), 1000) for _, t, _, _ in items) / max(len(items), 1)
-    workers, size = parallel.plan(len(items), workers_wanted, cost,
-                                  parallel.MIN_PARALLEL_TOKENS * parallel.startup_factor(generator.tok),
-                                  parallel.CHUNK_TOKENS)
-    bar = parallel.progress(len(items), f'BABILong generation ({workers} process{"es" * (workers > 1)})',
-                            enabled=progress)
     current = None   # (task, tier, final path, open file, provenance records)
 
     def finish():
@@ -349,8 +344,9 @@ def write(generator: Generator, out_dir: str, tiers: Sequence, tasks: Sequence[s
         manifest['outputs'][os.path.relpath(path, out_dir)] = {'sha256': sha256_file(path), 'samples': records}
 
     try:
-        for done in parallel.ordered_map(_write_chunk, parallel.chunks(items, size), _identity, (generator,),
-                                         workers, size=len, bar=bar):
+        for done in parallel.map_chunks(_write_chunk, items, _identity, (generator,), workers_wanted, cost,
+                                        parallel.startup_factor(generator.tok), 'BABILong generation',
+                                        enabled=progress):
             for task, tier, record, prov in done:
                 if current is None or current[:2] != (task, tier):
                     if current is not None:
@@ -365,7 +361,6 @@ def write(generator: Generator, out_dir: str, tiers: Sequence, tasks: Sequence[s
             finish()
             current = None
     finally:
-        bar.close()
         if current is not None:   # failed midway: remove the partial file
             current[3].close()
             os.unlink(current[3].name)

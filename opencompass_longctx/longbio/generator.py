@@ -673,23 +673,18 @@ class Generator:
                     label=json.dumps(label, ensure_ascii=False), prompt_tokens=tokens)
 
 
-def _rows_of_range(gen: Generator, span: Tuple[int, int]) -> List[Dict]:
-    return [row for i in range(*span) for row in gen.rows(i)]
+def _rows_of_range(gen: Generator, span: range) -> List[Dict]:
+    return [row for i in span for row in gen.rows(i)]
 
 
 def generate(spec: Spec, num_samples: int, start: int = 0, num_proc: int = 1) -> Iterator[Dict]:
     """All rows of samples start..start+num_samples-1 (a sample is one row; IDK samples are two), in order,
     made by up to ``num_proc`` processes (the same rows for any ``num_proc``; see :mod:`..parallel`)."""
-    workers, size = parallel.plan(num_samples, num_proc, max(spec.tier_tokens, 1024),
-                                  parallel.MIN_PARALLEL_TOKENS * parallel.startup_factor(spec.tokenizer),
-                                  parallel.CHUNK_TOKENS)
     end = start + num_samples
-    spans = [(a, min(a + size, end)) for a in range(start, end, size)]
-    bar = parallel.progress(num_samples, f'LongBioBench {spec.cell} {spec.tier} '
-                                         f'({workers} process{"es" * (workers > 1)})')
     try:
-        for rows in parallel.ordered_map(_rows_of_range, spans, Generator, (spec,), workers,
-                                         size=lambda span: span[1] - span[0], bar=bar):
+        for rows in parallel.map_chunks(_rows_of_range, range(start, end), Generator, (spec,), num_proc,
+                                        max(spec.tier_tokens, 1024), parallel.startup_factor(spec.tokenizer),
+                                        f'LongBioBench {spec.cell} {spec.tier}'):
             yield from rows
     except TierTooSmallError:
         gen = Generator(spec)
@@ -700,5 +695,3 @@ def generate(spec: Spec, num_samples: int, start: int = 0, num_proc: int = 1) ->
             f'n={spec.n}) and the prompt need up to {needed} tokens with {spec.tokenizer.name} over these '
             f'{num_samples} samples. Smallest standard tier that fits: '
             f'{_smallest_fitting_tier(needed, spec.reserve_tokens) or "none"}.') from None
-    finally:
-        bar.close()

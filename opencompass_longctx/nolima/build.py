@@ -3,7 +3,7 @@ so a build worker starts quickly). :func:`..dataset.load_nolima` validates the p
 :class:`SplitPlan` and caches what :func:`build_rows` yields."""
 import json
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional
 
 import numpy as np
 
@@ -110,22 +110,15 @@ class _Blocks:
             }
 
 
-def _rows_of_blocks(blocks: _Blocks, span: Tuple[int, int]) -> List[Dict]:
-    return [row for b in range(*span) for row in blocks.rows(b)]
+def _rows_of_blocks(blocks: _Blocks, span: range) -> List[Dict]:
+    return [row for b in span for row in blocks.rows(b)]
 
 
 def build_rows(plan: SplitPlan, num_proc: int = 1) -> Iterator[Dict]:
     """The split's rows in (pair, haystack, depth) order, made by up to ``num_proc`` processes (the same rows
     for any ``num_proc``)."""
     rows_per_block = len(plan.depths) if plan.depth_indices is None else len(plan.depth_indices)
-    workers, size = parallel.plan(plan.blocks, num_proc, rows_per_block * plan.L,
-                                  MIN_PARALLEL_TOKENS * parallel.startup_factor(plan.tokenizer), CHUNK_TOKENS)
-    spans = [(a, min(a + size, plan.blocks)) for a in range(0, plan.blocks, size)]
-    bar = parallel.progress(plan.blocks * rows_per_block,
-                            f'NoLiMa {plan.tier} ({workers} process{"es" * (workers > 1)})')
-    try:
-        for rows in parallel.ordered_map(_rows_of_blocks, spans, _Blocks, (plan,), workers,
-                                         size=lambda span: (span[1] - span[0]) * rows_per_block, bar=bar):
-            yield from rows
-    finally:
-        bar.close()
+    for rows in parallel.map_chunks(_rows_of_blocks, range(plan.blocks), _Blocks, (plan,), num_proc,
+                                    rows_per_block * plan.L, parallel.startup_factor(plan.tokenizer),
+                                    f'NoLiMa {plan.tier}', rows_per_block, MIN_PARALLEL_TOKENS, CHUNK_TOKENS):
+        yield from rows
