@@ -31,7 +31,7 @@ from typing import Dict, List, Optional, Sequence
 
 from .configs.cost_model import COST_MODEL, GPUS
 from .configs.tier_table import TIER_BANDS
-from .tiers import TierError, parse_tier
+from .tiers import TierError, parse_tier, sort_tiers
 
 SIZE_HEADROOM = 1.10       # a tier in the model's tokens: data-tokenizer tokens x 1.10 (tokenizers differ)
 TEMPLATE_TOKENS = 512      # chat template, system message and question around the context
@@ -555,7 +555,7 @@ def _task(model, abbr, band, shard, shards, group, cm, batch_cap) -> TaskPlan:
             group = [(_with_model_window(d, model_max), ld) for d, ld in group]
     gpus = int((model.get('run_cfg') or {}).get('num_gpus', 0))
     return TaskPlan(model=abbr, band=band, shard=shard, shards=shards, datasets=[ld.abbr for ld in loads],
-                    tiers=sorted({ld.tier for ld in loads}, key=lambda t: parse_tier(t).sort_key),
+                    tiers=sort_tiers({ld.tier for ld in loads}),
                     rows=sum(ld.rows for ld in loads), prompt_tokens=sum(ld.prompt_tokens for ld in loads),
                     exact=all(ld.exact for ld in loads), gpus=gpus, engine=engine,
                     seconds=task_seconds(loads, engine, cm), model_cfg=cfg, dataset_cfgs=[d for d, _ in group])
@@ -749,7 +749,7 @@ def summarize(plan: Dict, problems: Sequence[str] = ()) -> Dict:
         m['overhead_gpu_hours'] += t.overhead_gpu_hours
     for m in models.values():
         for b in m['bands'].values():
-            b['tiers'] = sorted(b['tiers'], key=lambda x: parse_tier(x).sort_key)
+            b['tiers'] = sort_tiers(b['tiers'])
     total = sum(m['gpu_hours'] for m in models.values())
     overhead = sum(m['overhead_gpu_hours'] for m in models.values())
     cm = {k: v for k, v in plan['cost_model'].items()}
