@@ -258,13 +258,17 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
     aliases = load_aliases(model_aliases)
     results = results or Results(work_dir)
 
+    checked: Dict[Tuple[str, str], Optional[dict]] = {}
+
     def result(model: str, abbr: str) -> Optional[dict]:  # parsed, and fit for the table when it is one of its own
-        res = results.get(model, abbr)
-        if res is not None and 'error' not in res and abbr in bench_of:
-            problem = table_problem(res, bench_of[abbr].metric)
-            if problem:
-                return {'error': f'unusable result file {results.path(model, abbr)}: {problem}', 'unreadable': True}
-        return res
+        if (model, abbr) not in checked:
+            res = results.get(model, abbr)
+            if res is not None and 'error' not in res and abbr in bench_of:
+                problem = table_problem(res, bench_of[abbr].metric)
+                if problem:
+                    res = {'error': f'unusable result file {results.path(model, abbr)}: {problem}', 'unreadable': True}
+            checked[model, abbr] = res
+        return checked[model, abbr]
 
     failures = find_failures(work_dir, expected, result) if expected is not None else []
     failed = {(f.model, f.dataset): f for f in failures}
