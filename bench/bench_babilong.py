@@ -11,12 +11,11 @@ Peak memory is the process's peak RSS during the build minus its RSS after impor
 """
 import argparse
 import os
-import shutil
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import measure, report  # noqa: E402
+from common import build_and_reload, report  # noqa: E402
 
 
 def main(argv=None):
@@ -38,14 +37,11 @@ def main(argv=None):
     size_mb = os.path.getsize(path) / 1e6
 
     cache = os.path.join(data_dir, '_cache')
-    shutil.rmtree(cache, ignore_errors=True)
-    env = {'LONGCTX_CACHE_DIR': cache, 'LONGCTX_PROGRESS': '0'}
     setup = 'from opencompass_longctx.babilong.dataset import load_babilong, BabilongDataset'
     call = f'tier={args.tier!r}, task={args.task!r}, path={data_dir!r}'
-    first = measure(setup, f'RESULT = len(load_babilong({call}))', env)
-    second = measure(setup, f'RESULT = len(load_babilong({call}))', env)
-    oc = measure(setup, f"RESULT = len(BabilongDataset(reader_cfg=dict(input_columns=['prompt'], "
-                        f"output_column='target'), abbr='b', {call}).test)", env)
+    first, second, oc, env = build_and_reload(
+        setup, f'load_babilong({call})',
+        f"BabilongDataset(reader_cfg=dict(input_columns=['prompt'], output_column='target'), abbr='b', {call})", cache)
     rows = [
         ('file', f'{os.path.relpath(path)} ({size_mb:.0f} MB, {first["result"]} samples)'),
         ('generate file (demo generator)', f'{gen_s:.1f} s' if gen_s > 0.1 else 'reused'),

@@ -31,7 +31,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import build_rows, disk_mb, measure, report  # noqa: E402
+from common import build_and_reload, build_rows, disk_mb, measure, report  # noqa: E402
 
 PER_SAMPLE = r'''
 import statistics, time
@@ -109,14 +109,11 @@ def main(argv=None):
                          f'ratio {r["gen"] / r["enc"]:.2f} (worst {r["ratio_max"]:.2f}; target <= 0.5)'))
 
         cache = os.path.join(work, '_cache')
-        shutil.rmtree(cache, ignore_errors=True)
-        env = {'LONGCTX_CACHE_DIR': cache, 'LONGCTX_PROGRESS': '0'}
         setup = 'from opencompass_longctx.longbio.dataset import load_longbio, LongBioDataset'
         call = f"'1m', cell={args.build_cell!r}, num_samples={args.samples}, num_proc=1"
-        first = measure(setup, f'RESULT = len(load_longbio({call}))', env)
-        second = measure(setup, f'RESULT = len(load_longbio({call}))', env)
-        oc = measure(setup, "RESULT = len(LongBioDataset(reader_cfg=dict(input_columns=['system', 'user', "
-                            f"'prefix'], output_column='answer'), abbr='b', tier={call}).test)", env)
+        first, second, oc, env = build_and_reload(
+            setup, f'load_longbio({call})', "LongBioDataset(reader_cfg=dict(input_columns=['system', 'user', "
+                                            f"'prefix'], output_column='answer'), abbr='b', tier={call})", cache)
         size_mb = disk_mb(cache)
         shutil.rmtree(cache, ignore_errors=True)
         checks += [second['seconds'] <= 0.1 * first['seconds'], first['peak_rss_mib'] < 3 * 1024]

@@ -28,7 +28,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import build_rows, disk_mb, measure, report  # noqa: E402
+from common import build_and_reload, build_rows, disk_mb, measure, report  # noqa: E402
 
 
 def main(argv=None):
@@ -67,17 +67,15 @@ def main(argv=None):
     book_tokens = [tok.count(open(b, encoding='utf-8').read()) for b in books]
 
     cache = os.path.join(data_dir, '_cache')
-    shutil.rmtree(cache, ignore_errors=True)
-    env = {'LONGCTX_CACHE_DIR': cache, 'LONGCTX_PROGRESS': '0'}
     setup = ('import warnings; warnings.simplefilter("ignore"); import sys, io; '
              'from opencompass_longctx.nolima.dataset import load_nolima, NoLiMaDataset')
     base = f'tier={args.tier!r}, path={data_dir!r}, tokenizer={tokenizer!r}'
     call = base + (f', pairs={args.pairs}' if args.pairs else '')
     quiet = 'sys.stderr = io.StringIO(); '
-    first = measure(setup, quiet + f'RESULT = len(load_nolima({call}, num_proc=1))', env)
-    second = measure(setup, quiet + f'RESULT = len(load_nolima({call}))', env)
-    oc = measure(setup, quiet + f"RESULT = len(NoLiMaDataset(reader_cfg=dict(input_columns=['prompt'], "
-                                f"output_column='answer'), abbr='n', {call}).test)", env)
+    first, second, oc, env = build_and_reload(
+        setup, f'load_nolima({call})',
+        f"NoLiMaDataset(reader_cfg=dict(input_columns=['prompt'], output_column='answer'), abbr='n', {call})", cache,
+        first=f'load_nolima({call}, num_proc=1)', prefix=quiet)
     size_mb = disk_mb(os.path.join(cache, 'nolima'))
     rows = [
         ('data', f'{os.path.relpath(data_dir)}: 58-pair main set, 5 books of {min(book_tokens):,}-'

@@ -57,6 +57,17 @@ def measure(setup: str, body: str, env=None) -> dict:
     raise RuntimeError(f'measurement failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}')
 
 
+def build_and_reload(setup: str, load: str, dataset: str, cache: str, first: str = None, prefix: str = ''):
+    """With an empty dataset cache at ``cache``, each in a new process: the first build (the expression ``first``,
+    default ``load``), the cached rebuild (``load``) and the reload through OpenCompass's dataset class
+    (``dataset``, whose ``.test`` OpenCompass reads); each one's len() is its row count. Returns (first, second, opencompass, env)."""
+    import shutil
+    shutil.rmtree(cache, ignore_errors=True)
+    env = {'LONGCTX_CACHE_DIR': cache, 'LONGCTX_PROGRESS': '0'}
+    runs = [measure(setup, f'{prefix}RESULT = len({expr})', env) for expr in (first or load, load, f'{dataset}.test')]
+    return (*runs, env)
+
+
 def disk_mb(path: str) -> float:
     """Size of every file under ``path``, in MB."""
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs) / 1e6
