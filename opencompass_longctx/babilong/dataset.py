@@ -50,13 +50,11 @@ def load_babilong(tier, task: str = 'qa1', path: Optional[str] = None, sample_so
                   num_samples: Optional[int] = None, sample_indices=None, use_instruction: bool = True,
                   use_examples: bool = True, use_post_prompt: bool = True, prompt_variant: str = 'official',
                   count_tokenizer: str = GPT2_TOKENIZER, download: Optional[bool] = None,
-                  revision: Optional[str] = None, demo_data: bool = False, babi_dir: Optional[str] = None,
+                  revision: Optional[str] = None, babi_dir: Optional[str] = None,
                   background_dir: Optional[str] = None, seed: int = 0, generator_tokenizer: str = GPT2_TOKENIZER,
                   fix_len_off_by_one: bool = False, num_proc: Optional[int] = None):
     """Build (or reload from the cache) one BABILong split as a ``datasets.Dataset`` of plain strings.
 
-    ``demo_data=True`` (demo and tests only): write the project's own BABILong-format sample file for this
-    task and tier under ``path`` when it is missing (see :mod:`opencompass_longctx.demo_data`).
     Generated splits take ``num_samples`` samples (default 100) and record their provenance per row; they are
     made by ``num_proc`` processes (default: the cores available; the same rows for any value).
     """
@@ -89,12 +87,6 @@ def load_babilong(tier, task: str = 'qa1', path: Optional[str] = None, sample_so
     published = tier.name in bdata.PUBLISHED_TIERS
     if published:
         bdata.check_available(task, tier, source)
-    if demo_data:
-        if not path:
-            raise bdata.BabilongDataError('demo_data=True needs path= (where to write the demo files)')
-        from .. import demo_data as demo
-        if not os.path.isfile(os.path.join(path, 'data', task, bdata.file_name(tier))):
-            demo.write(path, tiers=[tier.name], tasks=[task], samples=max(num_samples or 5, 5))
     try:
         file_path = find_file(source, bdata.file_candidates(task, tier, source), path=path,
                               download=download if published else False, revision=revision,
@@ -126,5 +118,10 @@ class BabilongDataset(BaseDataset):
 
     @staticmethod
     def load(**kwargs):
+        if 'demo_data' in kwargs:  # removed: the stand-in files are the demo's business now
+            raise bdata.BabilongDataError(
+                'demo_data= was removed from BabilongDataset: for the project\'s stand-in files use '
+                'type=DemoBabilongDataset (from opencompass_longctx.demo.datasets import DemoBabilongDataset) with '
+                'the same path= and without demo_data')
         from ..plan import record_build  # rows and prompt tokens of this build, for an exact plan of later runs
         return record_build('BabilongDataset', kwargs, load_babilong(**kwargs), 'prompt_tokens')

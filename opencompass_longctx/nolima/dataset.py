@@ -24,7 +24,6 @@ analysis).
 import hashlib
 import os
 import re
-import shutil
 import sys
 import warnings
 from typing import Dict, List, Optional
@@ -36,7 +35,7 @@ from ..tokenization import DEFAULT_TOKENIZER, get_tokenizer
 from . import data as ndata
 from . import haystack as hs
 from .build import SplitPlan, build_rows
-from .needles import CHAR, VARIANT_FILES, NoLiMaError, load_pairs, resolve_variant, select_pairs
+from .needles import CHAR, NoLiMaError, load_pairs, resolve_variant, select_pairs
 from .prompts import MAX_NEW_TOKENS, SYSTEM_PROMPT, TASK_TEMPLATE, build_prompt
 
 PLACEMENTS = ('standard', 'static', 'last2k')
@@ -85,34 +84,13 @@ def _name_collisions(books, pairs) -> Dict[str, List[str]]:
     return hits
 
 
-def _ensure_sample_data(path: Optional[str], book_tokens: int) -> None:
-    if not path:
-        raise NoLiMaError('sample_data=True needs path= (where to write the stand-in data)')
-    if os.path.isfile(os.path.join(path, 'needlesets', VARIANT_FILES['main'])):
-        return
-    from . import sample_data
-    if os.path.isdir(path) and os.listdir(path):
-        sample_data.write(path, book_tokens=book_tokens)
-        return
-    tmp = f'{path.rstrip(os.sep)}.tmp-{os.getpid()}'
-    sample_data.write(tmp, book_tokens=book_tokens)
-    try:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        if os.path.isdir(path):
-            os.rmdir(path)
-        os.rename(tmp, path)
-    except OSError:  # written by another process meanwhile
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
 def load_nolima(tier, needle_set: str = 'main', path: Optional[str] = None, tokenizer: Optional[str] = None,
                 haystack_tier: str = 'auto', depth_intervals: Optional[int] = None, placement: str = 'standard',
                 static_depth: Optional[float] = None, aligned_tokens: int = 2000, base_seed: int = 42,
                 shift: int = 0, question_types=None, exclude_direct: Optional[bool] = None,
                 expected_pairs='auto', pairs=None, haystacks=None, depth_indices=None,
                 max_seq_len: Optional[int] = None, download: Optional[bool] = None,
-                revision: Optional[str] = None, sample_data: bool = False, sample_book_tokens: int = 6000,
-                num_proc: Optional[int] = None):
+                revision: Optional[str] = None, num_proc: Optional[int] = None):
     """Build (or reload from the cache) one NoLiMa split as a ``datasets.Dataset``.
 
     ``needle_set``: a variant ('main', 'hard', 'cot', 'mc', 'direct', 'distractor'), its file name, or a path
@@ -120,7 +98,6 @@ def load_nolima(tier, needle_set: str = 'main', path: Optional[str] = None, toke
     ``depth_indices`` (indices into the depth grid) select a subset without changing any sample (seeds and
     name draws are those of the full grid). ``max_seq_len``: refuse a tier whose prompts (plus 192 new tokens
     and a chat-template margin) would not fit the model, instead of letting OpenCompass cut the needle out.
-    ``sample_data=True`` (demo and tests only): write the project's stand-in data under ``path`` if missing.
     ``num_proc``: processes for a build (default: the cores available; the same rows for any value).
     """
     t = parse_tier(tier)
@@ -150,8 +127,6 @@ def load_nolima(tier, needle_set: str = 'main', path: Optional[str] = None, toke
     if max_seq_len is not None and (isinstance(max_seq_len, bool) or not isinstance(max_seq_len, int)):
         raise NoLiMaError(f'max_seq_len must be an integer, got {max_seq_len!r}')
     num_proc = parallel.check_num_proc(num_proc)
-    if sample_data:
-        _ensure_sample_data(path, sample_book_tokens)
 
     tok = get_tokenizer(tokenizer)
     canonical = tokenizer not in (None, '', 'default', DEFAULT_TOKENIZER)
@@ -256,5 +231,10 @@ class NoLiMaDataset(BaseDataset):
 
     @staticmethod
     def load(**kwargs):
+        if 'sample_data' in kwargs or 'sample_book_tokens' in kwargs:  # removed: the demo's business now
+            raise NoLiMaError(
+                'sample_data= and sample_book_tokens= were removed from NoLiMaDataset: for the project\'s stand-in '
+                'data use type=DemoNoLiMaDataset (from opencompass_longctx.demo.datasets import DemoNoLiMaDataset) '
+                'with the same path= (it takes sample_book_tokens) and without sample_data')
         from ..plan import record_build  # rows and prompt tokens of this build, for an exact plan of later runs
         return record_build('NoLiMaDataset', kwargs, load_nolima(**kwargs), 'prompt_tokens_approx')
