@@ -428,3 +428,35 @@ class DatasetCache:
                     'build_seconds': round(time.perf_counter() - t0, 3)}
 
         return write_entry(self.entry_dir(namespace, key), fill, f'the dataset cache entry {namespace}/{key}')
+
+
+# ---------------------------------------------------------------------------------------------- build records
+# A build record remembers the rows and prompt tokens of a built dataset, keyed by its load arguments, so that
+# the plan of a later run with the same dataset is exact (``<root>/build_records/<sha256>.json``). The loaders
+# write one after each load; the planner reads them.
+def build_record_path(kind: str, kwargs: Dict) -> str:
+    blob = json.dumps({'kind': kind, 'kwargs': kwargs}, sort_keys=True, default=str)
+    return os.path.join(cache_root(), 'build_records', f'{hashlib.sha256(blob.encode()).hexdigest()}.json')
+
+
+def record_build(kind: str, kwargs: Dict, ds, tokens_column: str):
+    """Remember the rows and the sum of ``tokens_column`` of ``ds`` (a built dataset of loader ``kind`` with
+    load arguments ``kwargs``); returns ``ds``. Never fails a build."""
+    try:
+        tokens = (int(sum(ds[tokens_column])) if tokens_column in ds.column_names else None)
+        record = {'rows': len(ds), 'prompt_tokens': tokens, 'tokens_column': tokens_column}
+        if read_build_record(kind, kwargs) != record:
+            atomic_write_text(build_record_path(kind, kwargs), json.dumps(record))
+    except Exception:  # noqa: BLE001 - a record is an optimisation of the plan, never a reason to fail
+        pass
+    return ds
+
+
+def read_build_record(kind: str, kwargs: Dict) -> Optional[Dict]:
+    """The record of an earlier build with these load arguments, or None."""
+    try:
+        with open(build_record_path(kind, kwargs), encoding='utf-8') as f:
+            rec = json.load(f)
+        return rec if isinstance(rec, dict) and isinstance(rec.get('rows'), int) else None
+    except (OSError, ValueError):
+        return None

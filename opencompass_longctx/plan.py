@@ -22,13 +22,13 @@
 included, prints the plan and writes it next to the run (``<work_dir>/plan/``).
 """
 import copy
-import hashlib
 import json
 import math
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Sequence
 
+from .cache import read_build_record
 from .configs.cost_model import COST_MODEL, GPUS
 from .configs.tier_table import TIER_BANDS
 from .tiers import TierError, parse_tier, sort_tiers
@@ -177,40 +177,6 @@ def load_kwargs(dataset_cfg) -> Dict:
     return {k: v for k, v in dict(dataset_cfg).items() if k not in LOAD_KEYS_SKIPPED}
 
 
-def build_record_key(kind: str, kwargs: Dict) -> str:
-    blob = json.dumps({'kind': kind, 'kwargs': kwargs}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
-
-
-def build_record_path(kind: str, kwargs: Dict) -> str:
-    from .cache import cache_root
-    return os.path.join(cache_root(), 'build_records', f'{build_record_key(kind, kwargs)}.json')
-
-
-def record_build(kind: str, kwargs: Dict, ds, tokens_column: str):
-    """Remember the rows and prompt tokens of a built dataset, keyed by its load arguments (a file under the cache
-    root), so that a later plan of a run with the same dataset is exact; returns ``ds``. Never fails a build."""
-    try:
-        from .util import atomic_write_text
-        tokens = (int(sum(ds[tokens_column])) if tokens_column in ds.column_names else None)
-        record = {'rows': len(ds), 'prompt_tokens': tokens, 'tokens_column': tokens_column}
-        path = build_record_path(kind, kwargs)
-        if read_build_record(kind, kwargs) != record:
-            atomic_write_text(path, json.dumps(record))
-    except Exception:  # noqa: BLE001 - a record is an optimisation of the plan, never a reason to fail
-        pass
-    return ds
-
-
-def read_build_record(kind: str, kwargs: Dict) -> Optional[Dict]:
-    try:
-        with open(build_record_path(kind, kwargs), encoding='utf-8') as f:
-            rec = json.load(f)
-        return rec if isinstance(rec, dict) and isinstance(rec.get('rows'), int) else None
-    except (OSError, ValueError):
-        return None
-
-
 def _estimate_rows(bench: Benchmark, d: Dict, tier_tokens: int) -> int:
     if bench.name == 'babilong':
         if isinstance(d.get('sample_indices'), (list, tuple)):
@@ -235,7 +201,7 @@ def _estimate_rows(bench: Benchmark, d: Dict, tier_tokens: int) -> int:
             n_pairs = EXPECTED_PAIRS.get(resolve_variant(d.get('needle_set', 'main')), EXPECTED_PAIRS['main'])
         except Exception:  # noqa: BLE001 - a custom needle set: the main set's size as the estimate
             n_pairs = EXPECTED_PAIRS['main']
-    from .nolima.dataset import default_depth_intervals
+    from .nolima.haystack import default_depth_intervals
     haystacks = len(d['haystacks']) if d.get('haystacks') else 5
     depths = (len(d['depth_indices']) if d.get('depth_indices') else
               int(d.get('depth_intervals') or default_depth_intervals(tier_tokens)))

@@ -12,7 +12,7 @@ from typing import Optional
 from opencompass.datasets.base import BaseDataset
 
 from .. import parallel
-from ..cache import DatasetCache, make_key
+from ..cache import DatasetCache, make_key, record_build
 from ..sources import DataNotFoundError, find_file
 from ..tiers import parse_tier
 from ..tokenization import GPT2_TOKENIZER, get_tokenizer
@@ -123,5 +123,4 @@ class BabilongDataset(BaseDataset):
                 'demo_data= was removed from BabilongDataset: for the project\'s stand-in files use '
                 'type=DemoBabilongDataset (from opencompass_longctx.demo.datasets import DemoBabilongDataset) with '
                 'the same path= and without demo_data')
-        from ..plan import record_build  # rows and prompt tokens of this build, for an exact plan of later runs
         return record_build('BabilongDataset', kwargs, load_babilong(**kwargs), 'prompt_tokens')

@@ -4,7 +4,7 @@ from typing import Optional
 
 from opencompass.datasets.base import BaseDataset
 
-from ..cache import DatasetCache, make_key
+from ..cache import DatasetCache, make_key, record_build
 from ..parallel import check_num_proc
 from .generator import generate, make_spec
 from .tasks import LongBioConfigError
@@ -40,5 +40,4 @@ class LongBioDataset(BaseDataset):
 
     @staticmethod
     def load(**kwargs):
-        from ..plan import record_build  # rows and prompt tokens of this build, for an exact plan of later runs
         return record_build('LongBioDataset', kwargs, load_longbio(**kwargs), 'prompt_tokens')

@@ -29,11 +29,12 @@ import warnings
 from typing import Dict, List, Optional
 
 from .. import parallel
-from ..cache import DatasetCache, make_key
+from ..cache import DatasetCache, make_key, record_build
 from ..tiers import parse_tier
 from ..tokenization import DEFAULT_TOKENIZER, get_tokenizer
 from . import data as ndata
 from . import haystack as hs
+from .haystack import default_depth_intervals
 from .build import SplitPlan, build_rows
 from .needles import CHAR, NoLiMaError, load_pairs, resolve_variant, select_pairs
 from .prompts import MAX_NEW_TOKENS, SYSTEM_PROMPT, TASK_TEMPLATE, build_prompt
@@ -41,10 +42,6 @@ from .prompts import MAX_NEW_TOKENS, SYSTEM_PROMPT, TASK_TEMPLATE, build_prompt
 PLACEMENTS = ('standard', 'static', 'last2k')
 BUILD_VERSION = 1
 CHAT_MARGIN = 64  # tokens allowed for the chat template and system message in the max_seq_len check
-
-
-def default_depth_intervals(L: int) -> int:
-    return 26 if L <= 32000 else 11
 
 
 def _check_int_list(name, value, upper):
@@ -236,5 +233,4 @@ class NoLiMaDataset(BaseDataset):
                 'sample_data= and sample_book_tokens= were removed from NoLiMaDataset: for the project\'s stand-in '
                 'data use type=DemoNoLiMaDataset (from opencompass_longctx.demo.datasets import DemoNoLiMaDataset) '
                 'with the same path= (it takes sample_book_tokens) and without sample_data')
-        from ..plan import record_build  # rows and prompt tokens of this build, for an exact plan of later runs
         return record_build('NoLiMaDataset', kwargs, load_nolima(**kwargs), 'prompt_tokens_approx')

@@ -358,6 +358,11 @@ def insert_distractor(book: BookTokens, needle_pl: 'Placement', needle: str, dis
                          f'(depth {distractor_depth:.3f})')
 
 
+def default_depth_intervals(L: int) -> int:
+    """The authors' number of depths for a haystack of ``L`` tokens: 26 up to 32K, 11 above."""
+    return 26 if L <= 32000 else 11
+
+
 def depth_grid(n: int) -> np.ndarray:
     """The authors' depths: linspace(0, 1, n) (n = 26 up to 32K, 11 in the 64K/128K appendix)."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
