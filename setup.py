@@ -36,9 +36,9 @@ setup(
         'lmdeploy': ['lmdeploy>=0.6'],
     },
     entry_points={'console_scripts': [
-        'longctx-tiny-model=opencompass_longctx.tiny_model:main',
-        'longctx-demo-data=opencompass_longctx.demo_data:main',
-        'longctx-nolima-sample-data=opencompass_longctx.nolima.sample_data:main',
+        'longctx-tiny-model=opencompass_longctx.demo.tiny_model:main',
+        'longctx-demo-data=opencompass_longctx.demo.babilong_data:main',
+        'longctx-nolima-sample-data=opencompass_longctx.demo.nolima_data:main',
         'longctx-babilong-generate=opencompass_longctx.babilong.generator:main',
         'longctx-report=opencompass_longctx.report:main',
         'longctx-smollm2=opencompass_longctx.models.smollm2:main',

@@ -26,13 +26,13 @@ def main(argv=None):
     ap.add_argument('--samples', type=int, default=30)
     args = ap.parse_args(argv)
 
-    from opencompass_longctx import demo_data
+    from opencompass_longctx.demo import babilong_data
     from opencompass_longctx.babilong.data import file_name
     data_dir = os.path.abspath(args.dir)
     path = os.path.join(data_dir, 'data', args.task, file_name(args.tier))
     t = time.perf_counter()
     if not os.path.isfile(path):
-        demo_data.write(data_dir, tiers=[args.tier], tasks=[args.task], samples=args.samples)
+        babilong_data.write(data_dir, tiers=[args.tier], tasks=[args.task], samples=args.samples)
     gen_s = time.perf_counter() - t
     size_mb = os.path.getsize(path) / 1e6
 

@@ -44,12 +44,12 @@ def main(argv=None):
     ap.add_argument('--num-proc', default='1,2')
     args = ap.parse_args(argv)
 
-    from opencompass_longctx import demo_data
+    from opencompass_longctx.demo import babilong_data
     from opencompass_longctx.babilong.generator import Generator
     babi, books = os.path.join(args.dir, 'babi'), os.path.join(args.dir, 'books')
     if not os.path.isdir(books):
-        demo_data.write_babi(babi, tasks=['qa1', 'qa2'], stories=200)
-        demo_data.write_books(books, books=args.books, sentences=40000)
+        babilong_data.write_babi(babi, tasks=['qa1', 'qa2'], stories=200)
+        babilong_data.write_books(books, books=args.books, sentences=40000)
     t = time.perf_counter()
     gen = Generator(babi, books)
     gen.make('qa1', '1k', 0, 0)  # loads the books and the tokenizer

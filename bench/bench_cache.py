@@ -47,13 +47,13 @@ def main(argv=None):
     ap.add_argument('--json', default=None)
     args = ap.parse_args(argv)
 
-    from opencompass_longctx.nolima import sample_data
+    from opencompass_longctx.demo import nolima_data
     data_dir = os.path.abspath(args.dir)
     books = os.path.join(data_dir, 'nolima')
     marker = os.path.join(books, f'.book_tokens_{args.book_tokens}')
     if not os.path.isfile(marker):
         shutil.rmtree(books, ignore_errors=True)
-        sample_data.write(books, book_tokens=args.book_tokens)
+        nolima_data.write(books, book_tokens=args.book_tokens)
         open(marker, 'w').close()
     np_arg = '' if args.num_proc is None else f', num_proc={args.num_proc}'
     calls = {

@@ -44,7 +44,7 @@ def main(argv=None):
                     help='skip the build with a pool forced even where parallel.plan keeps it in one process')
     args = ap.parse_args(argv)
 
-    from opencompass_longctx.nolima import sample_data
+    from opencompass_longctx.demo import nolima_data
     from opencompass_longctx.tokenization import get_tokenizer
     data_dir = os.path.abspath(args.dir)
     if args.tokenizer == 'qwen':
@@ -62,7 +62,7 @@ def main(argv=None):
         for sub in ('haystack', 'needlesets'):
             shutil.rmtree(os.path.join(data_dir, sub), ignore_errors=True)
         t = time.perf_counter()
-        sample_data.write(data_dir, book_tokens=args.book_tokens)
+        nolima_data.write(data_dir, book_tokens=args.book_tokens)
         gen_s = time.perf_counter() - t
     book_tokens = [tok.count(open(b, encoding='utf-8').read()) for b in books]
 

@@ -10,7 +10,8 @@ from mmengine.config import read_base
 from opencompass.partitioners import NaivePartitioner
 from opencompass.runners import LocalRunner
 
-from opencompass_longctx.models.rule_reader import BabiRuleReader
+from opencompass_longctx.demo.datasets import DemoBabilongDataset, DemoNoLiMaDataset
+from opencompass_longctx.demo.rule_reader import BabiRuleReader
 from opencompass_longctx.partitioner import LongCtxPartitioner
 from opencompass_longctx.tasks import LongCtxEvalTask, LongCtxInferTask
 
@@ -28,15 +29,15 @@ SMOLLM2 = smollm2[0]['path']
 
 models = [*smollm2, dict(type=BabiRuleReader, abbr='rule-reader', max_seq_len=2000000, max_out_len=20, batch_size=8,
                          run_cfg=dict(num_gpus=0))]
-# BABILong qa1-qa5, the paper's headline (demo_data=True: the loader writes the project's stand-in files under
-# CPU_DIR if they are missing)
-datasets = [dict(d, tier=t, abbr=f"{d['abbr']}_{t}", path=f'{CPU_DIR}/babilong', demo_data=True, num_samples=SAMPLES)
-            for t in TIERS for d in BABILONG_BASE[:5]]
+# BABILong qa1-qa5, the paper's headline (DemoBabilongDataset: the loader on the project's stand-in files, written
+# under CPU_DIR when missing)
+datasets = [dict(d, type=DemoBabilongDataset, tier=t, abbr=f"{d['abbr']}_{t}", path=f'{CPU_DIR}/babilong',
+                 num_samples=SAMPLES) for t in TIERS for d in BABILONG_BASE[:5]]
 # LongBioBench: one retrieval, one reasoning and the trustworthiness (IDK) cell, counted in Qwen2.5's tokenizer
 datasets += [dict(d, tier=t, abbr=f"{d['abbr']}_{t}", num_samples=max(1, SAMPLES // 2))
              for t in TIERS for d in LONGBIO_BASE if d['cell'] in ('standard', 'rank_2', 'idk')]
 # NoLiMa: one pair, one book, three depths, L in SmolLM2's own tokenizer
-datasets += [dict(d, tier=t, abbr=f"{d['abbr']}_{t}", path=f'{CPU_DIR}/nolima', sample_data=True,
+datasets += [dict(d, type=DemoNoLiMaDataset, tier=t, abbr=f"{d['abbr']}_{t}", path=f'{CPU_DIR}/nolima',
                   sample_book_tokens=20000, tokenizer=SMOLLM2, pairs=1, haystacks=[0], depth_indices=[0, 12, 25])
              for t in NOLIMA_TIERS for d in NOLIMA_BASE]
 

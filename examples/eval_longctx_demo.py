@@ -9,6 +9,7 @@ from mmengine.config import read_base
 from opencompass.partitioners import NaivePartitioner
 from opencompass.runners import LocalRunner
 
+from opencompass_longctx.demo.datasets import DemoBabilongDataset, DemoNoLiMaDataset
 from opencompass_longctx.partitioner import LongCtxPartitioner
 from opencompass_longctx.tasks import LongCtxEvalTask, LongCtxInferTask
 
@@ -29,13 +30,13 @@ DEMO_DIR = 'outputs/longctx_demo'
 TIERS = ['0k', '1k', '2k']
 NUM_SAMPLES = 2  # per BABILong task and tier; LongBioBench: 1 per cell and tier
 
-# demo_data=True / sample_data=True: the loaders write the project's own stand-in files under DEMO_DIR if they
-# are missing.
-datasets = [dict(d, path=f'{DEMO_DIR}/babilong', demo_data=True, num_samples=NUM_SAMPLES)
+# The Demo types are the production loaders on the project's own stand-in files, which they write under DEMO_DIR
+# when missing (opencompass_longctx/demo/).
+datasets = [dict(d, type=DemoBabilongDataset, path=f'{DEMO_DIR}/babilong', num_samples=NUM_SAMPLES)
             for d in [*babilong_0k, *babilong_1k, *babilong_2k]]
 datasets += [dict(d, num_samples=1) for d in [*longbio_0k, *longbio_2k]]
-datasets += [dict(d, path=f'{DEMO_DIR}/nolima', sample_data=True, pairs=2, haystacks=[0], depth_indices=[0, 12, 25])
-             for d in [*nolima_250, *nolima_500]]
+datasets += [dict(d, type=DemoNoLiMaDataset, path=f'{DEMO_DIR}/nolima', pairs=2, haystacks=[0],
+                  depth_indices=[0, 12, 25]) for d in [*nolima_250, *nolima_500]]
 
 # OpenCompass's table: the per-tier groups first, then every dataset. The long-context tier table (all
 # benchmarks x tiers, effective lengths, plots) follows it; groups are derived from the datasets' abbrs.

@@ -22,6 +22,7 @@
 included, prints the plan and writes it next to the run (``<work_dir>/plan/``).
 """
 import copy
+import importlib
 import json
 import math
 import os
@@ -165,8 +166,28 @@ def type_name(obj) -> str:
     return name.rsplit('.', 1)[-1].strip("'>")
 
 
+def dataset_class(dataset_cfg):
+    """The config's dataset class (imported from the dotted string a dumped config holds), or None."""
+    t = dataset_cfg.get('type') if isinstance(dataset_cfg, dict) else dataset_cfg
+    if isinstance(t, str) and '.' in t:
+        module, _, name = t.rpartition('.')
+        try:
+            t = getattr(importlib.import_module(module), name)
+        except Exception:  # noqa: BLE001 - not importable here: known by its name only
+            return None
+    return t if isinstance(t, type) else None
+
+
+def benchmark_type(dataset_cfg) -> str:
+    """The benchmark's dataset type: the config's, or the one its class extends (``DemoBabilongDataset`` ->
+    ``'BabilongDataset'``), under which its builds are recorded."""
+    name = type_name(dataset_cfg)
+    cls = None if name in BENCHMARKS else dataset_class(dataset_cfg)
+    return next((c.__name__ for c in cls.__mro__ if c.__name__ in BENCHMARKS), name) if cls else name
+
+
 def benchmark_of(dataset_cfg) -> Optional[Benchmark]:
-    return BENCHMARKS.get(type_name(dataset_cfg))
+    return BENCHMARKS.get(benchmark_type(dataset_cfg))
 
 
 LOAD_KEYS_SKIPPED = ('type', 'abbr', 'reader_cfg', 'infer_cfg', 'eval_cfg', 'n', 'k')
@@ -267,7 +288,7 @@ def dataset_load(d: Dict, model_max_out_len: Optional[int] = None, model_tok=Non
     tier_tokens = tier.tokens(bench.tier_unit)
     per_row = _estimate_prompt_tokens(bench, d, tier_tokens)
     ratio = token_ratio(model_tok, bench, d)
-    rec = read_build_record(type_name(d), load_kwargs(d))
+    rec = read_build_record(benchmark_type(d), load_kwargs(d))
     if rec and rec.get('prompt_tokens') is not None:
         return DatasetLoad(abbr, bench.name, tier.name, tier_tokens, rec['rows'], rec['prompt_tokens'], True,
                            max_out, per_row, ratio)
@@ -592,9 +613,9 @@ def _check_model(m: Dict) -> List[str]:
 
 
 def _check_key(bench: Benchmark, d: Dict):
-    keys = {'babilong': ('path', 'task', 'tier', 'sample_source', 'babi_dir', 'background_dir', 'demo_data'),
+    keys = {'babilong': ('type', 'path', 'task', 'tier', 'sample_source', 'babi_dir', 'background_dir'),
             'longbio': ('tokenizer',),
-            'nolima': ('path', 'needle_set', 'tokenizer', 'haystacks', 'sample_data', 'haystack_tier', 'tier')}
+            'nolima': ('type', 'path', 'needle_set', 'tokenizer', 'haystacks', 'haystack_tier', 'tier')}
     return {k: d.get(k) for k in keys[bench.name]}
 
 
@@ -623,9 +644,13 @@ def _check_dataset(bench: Benchmark, d: Dict) -> List[str]:
     problems: List[str] = []
     if bench.name in ('longbio', 'nolima'):
         _attempt(problems, lambda: _check_tokenizer(d.get('tokenizer')))
-    if bench.name == 'nolima' and not d.get('sample_data'):
+    cls = dataset_class(d)
+    removed = getattr(cls, 'REMOVED_OPTIONS', {})
+    problems.extend(removed[k] for k in sorted(set(removed) & set(d)))
+    prepares = getattr(cls, 'PREPARES_DATA', False)  # a demo type writes its stand-in files itself
+    if bench.name == 'nolima' and not prepares:
         _attempt(problems, lambda: _check_nolima_files(d))
-    if bench.name == 'babilong' and not d.get('demo_data'):
+    if bench.name == 'babilong' and not prepares:
         _attempt(problems, lambda: _check_babilong_files(d))
     return problems
 

@@ -53,3 +53,10 @@ def json_default(obj):
     if isinstance(obj, (set, tuple)):
         return sorted(obj) if isinstance(obj, set) else list(obj)
     return str(obj)
+
+
+def refuse_removed_options(removed, kwargs, error=ValueError) -> None:
+    """Raise ``error`` with the message (what to use instead) of the first removed option ``kwargs`` still has.
+    ``removed``: a dataset class's ``REMOVED_OPTIONS`` (the run checks report the same before any task starts)."""
+    for key in sorted(set(removed) & set(kwargs)):
+        raise error(removed[key])

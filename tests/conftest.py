@@ -39,26 +39,26 @@ def isolated_env(tmp_path, monkeypatch):
 
 @pytest.fixture(scope='session')
 def tiny_model_dir(tmp_path_factory):
-    from opencompass_longctx.tiny_model import build
+    from opencompass_longctx.demo.tiny_model import build
     return build(str(tmp_path_factory.mktemp('models') / 'tiny-chat'))
 
 
 @pytest.fixture
 def demo_babilong(tmp_path):
     """BABILong-format files the project writes itself (qa1-qa10 at 0k and 1k, 5 samples each)."""
-    from opencompass_longctx import demo_data
+    from opencompass_longctx.demo import babilong_data
     root = tmp_path / 'babilong'
-    demo_data.write(str(root), tiers=('0k', '1k'), samples=5)
+    babilong_data.write(str(root), tiers=('0k', '1k'), samples=5)
     return root
 
 
 @pytest.fixture
 def babi_inputs(tmp_path):
     """Generator inputs the project writes itself: bAbI-format test files and plain-text books."""
-    from opencompass_longctx import demo_data
+    from opencompass_longctx.demo import babilong_data
     babi, books = tmp_path / 'babi', tmp_path / 'books'
-    demo_data.write_babi(str(babi), stories=20)
-    demo_data.write_books(str(books), books=3, sentences=6000)
+    babilong_data.write_babi(str(babi), stories=20)
+    babilong_data.write_books(str(books), books=3, sentences=6000)
     return str(babi), str(books)
 
 

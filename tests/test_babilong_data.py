@@ -190,3 +190,19 @@ def test_the_tier_is_parsed_once_per_load(demo_babilong, babi_inputs, monkeypatc
     calls.clear()
     load_babilong(tier='3k', task='qa2', babi_dir=babi_inputs[0], background_dir=babi_inputs[1], num_samples=2)
     assert calls == ['3k']
+
+
+def test_the_demo_type_writes_its_stand_in_file_and_the_loader_refuses_the_old_flag(tmp_path, demo_babilong):
+    from opencompass_longctx.babilong.dataset import BabilongDataset
+    from opencompass_longctx.demo.datasets import DemoBabilongDataset
+    root = tmp_path / 'demo'
+    ds = DemoBabilongDataset.load(tier='1k', task='qa3', path=str(root), num_samples=2)
+    assert len(ds) == 2 and (root / 'data' / 'qa3' / '1k.json').is_file()
+    assert not (root / 'data' / 'qa1').exists()                     # only the file this load needs
+    # the same bytes as the fixture's files (deterministic), read by the production loader unchanged
+    assert (root / 'data' / 'qa3' / '1k.json').read_bytes() == (demo_babilong / 'data' / 'qa3' / '1k.json').read_bytes()
+    assert BabilongDataset.load(tier='1k', task='qa3', path=str(root), num_samples=2)['prompt'] == ds['prompt']
+    with pytest.raises(bdata.BabilongDataError, match='DemoBabilongDataset needs path='):
+        DemoBabilongDataset.load(tier='1k', task='qa3')
+    with pytest.raises(bdata.BabilongDataError, match=r'demo_data= was removed .* type=DemoBabilongDataset'):
+        BabilongDataset.load(tier='1k', task='qa3', path=str(root), demo_data=True)

@@ -121,7 +121,7 @@ def test_empty_build_names_the_namespace_and_parameters(tmp_path):
 # ---------------------------------------------------------------------------------------------- compression
 def _prompt_rows(n=200):
     """Rows shaped like the benchmarks' (long prompts made of book text, short fields)."""
-    from opencompass_longctx.nolima.sample_data import book_text
+    from opencompass_longctx.demo.nolima_data import book_text
     book = book_text(0, 20000)
     for i in range(n):
         a = (i * 7919) % (len(book) - 20000)

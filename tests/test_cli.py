@@ -9,8 +9,8 @@ from conftest import REPO, run_opencompass, summary_by_dataset
 
 
 def test_command_line_form_from_the_repository_root(tmp_path, tiny_model_dir):
-    from opencompass_longctx import demo_data
-    demo_data.write(str(tmp_path / 'babilong'), tiers=('0k',), samples=1)   # qa1-qa10, 1 sample each
+    from opencompass_longctx.demo import babilong_data
+    babilong_data.write(str(tmp_path / 'babilong'), tiers=('0k',), samples=1)   # qa1-qa10, 1 sample each
     env = {'LONGCTX_TINY_MODEL': tiny_model_dir, 'BABILONG_DATA': str(tmp_path / 'babilong'),
            'LONGBIO_NUM_SAMPLES': '1', 'LONGCTX_CACHE_DIR': str(tmp_path / 'cache')}
     # OpenCompass writes .cache/dataset_size.json (sizes by abbr, reused by later runs) and tmp/ in the directory it

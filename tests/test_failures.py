@@ -122,7 +122,8 @@ from opencompass.partitioners import NaivePartitioner
 from opencompass.runners import LocalRunner
 from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
-from opencompass_longctx.models.rule_reader import BabiRuleReader
+from opencompass_longctx.demo.datasets import DemoBabilongDataset
+from opencompass_longctx.demo.rule_reader import BabiRuleReader
 
 with read_base():
     from ..configs.datasets.babilong.babilong_0k_gen import babilong_datasets as b0
@@ -130,7 +131,7 @@ with read_base():
     from ..configs.summarizers.longctx import summarizer
 
 cells = {d['cell']: d for d in l0}
-datasets = [dict(b0[0], path=DATA, demo_data=True, num_samples=2), dict(cells['standard'], num_samples=1),
+datasets = [dict(b0[0], type=DemoBabilongDataset, path=DATA, num_samples=2), dict(cells['standard'], num_samples=1),
             # two typos: an unknown cell, and no samples (their task stops at the first)
             dict(cells['standard'], cell='no_such_cell', abbr='longbio_no_such_cell_0k', num_samples=1),
             dict(cells['calculation'], num_samples=0)]

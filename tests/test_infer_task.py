@@ -12,8 +12,8 @@ CONFIG = REPO / 'tests' / 'configs' / 'infer_task_continue.py'
 
 
 def test_one_failing_dataset_does_not_stop_its_band(tmp_path):
-    from opencompass_longctx import demo_data
-    demo_data.write(str(tmp_path / 'babilong'), tiers=('0k', '1k'), tasks=['qa1', 'qa2'], samples=2)
+    from opencompass_longctx.demo import babilong_data
+    babilong_data.write(str(tmp_path / 'babilong'), tiers=('0k', '1k'), tasks=['qa1', 'qa2'], samples=2)
     env = {'LONGCTX_TEST_DATA': str(tmp_path / 'babilong'), 'LONGCTX_CACHE_DIR': str(tmp_path / 'cache')}
     proc = run_opencompass([str(CONFIG), '-w', 'out'], tmp_path, env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -23,6 +23,8 @@ from opencompass.partitioners import NaivePartitioner, NumWorkerPartitioner
 from opencompass.runners import LocalRunner
 from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
+from opencompass_longctx.demo.datasets import DemoBabilongDataset
+
 with read_base():
     from opencompass_longctx.configs.datasets.babilong.babilong_0k_gen import babilong_datasets as babilong_0k
     from opencompass_longctx.configs.datasets.longbio.longbio_1k_gen import longbio_datasets as longbio_1k
@@ -30,7 +32,8 @@ with read_base():
     from opencompass_longctx.configs.summarizers.longctx import summarizer
     from .babilong_3k_gen import babilong_datasets as babilong_3k   # a tier copied into this workspace
 
-datasets = [dict(d, path='babilong', demo_data=True, num_samples=1) for d in [*babilong_0k[:2], *babilong_3k[:2]]]
+datasets = [dict(d, type=DemoBabilongDataset, path='babilong', num_samples=1)
+            for d in [*babilong_0k[:2], *babilong_3k[:2]]]
 datasets += [dict(d, num_samples=1) for d in longbio_1k if d['cell'] in ('standard', 'calculation')]
 infer = dict(partitioner=dict(type=NumWorkerPartitioner, num_worker=1),
              runner=dict(type=LocalRunner, max_num_workers=1, task=dict(type=OpenICLInferTask)))
@@ -113,8 +116,8 @@ def test_command_line_form_in_a_user_workspace(wheel_env, tmp_path, tiny_model_d
     """`opencompass --datasets ... --models ... --summarizer ...` outside the repository: --config-dir points at
     the installed configs. OpenCompass ships a babilong_0k_gen of its own; the --config-dir one is taken.
     `<file>/<key suffix>` picks lists by name: longbio_1k_gen/longbio_datasets is the authors' mode only."""
-    from opencompass_longctx import demo_data
-    demo_data.write(str(tmp_path / 'babilong'), tiers=('0k',), samples=1)   # qa1-qa10, 1 sample each
+    from opencompass_longctx.demo import babilong_data
+    babilong_data.write(str(tmp_path / 'babilong'), tiers=('0k',), samples=1)   # qa1-qa10, 1 sample each
     env = dict(wheel_env['env'], LONGCTX_TINY_MODEL=tiny_model_dir, LONGCTX_CACHE_DIR=str(tmp_path / 'cache'),
                LONGCTX_PROGRESS='0', BABILONG_DATA=str(tmp_path / 'babilong'), LONGBIO_NUM_SAMPLES='1')
     ws = tmp_path / 'workspace'

@@ -14,8 +14,8 @@ CONFIG = REPO / 'tests' / 'configs' / 'leaderboard_double.py'
 
 
 def test_reduced_leaderboard_run_loads_each_model_once_per_band(tmp_path, tiny_model_dir):
-    from opencompass_longctx import demo_data
-    demo_data.write(str(tmp_path / 'babilong'), tiers=('0k', '1k', '2k'), tasks=['qa1', 'qa2'], samples=3)
+    from opencompass_longctx.demo import babilong_data
+    babilong_data.write(str(tmp_path / 'babilong'), tiers=('0k', '1k', '2k'), tasks=['qa1', 'qa2'], samples=3)
     log = tmp_path / 'lmdeploy.jsonl'
     env = {'LONGCTX_TINY_MODEL': tiny_model_dir, 'LONGCTX_TEST_DATA': str(tmp_path / 'babilong'),
            'NOLIMA_TEST_DATA': str(tmp_path / 'nolima'), 'LONGCTX_FAKE_LMDEPLOY_LOG': str(log),

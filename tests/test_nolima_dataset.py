@@ -9,7 +9,7 @@ import pytest
 
 from opencompass_longctx.nolima import dataset as nds
 from opencompass_longctx.nolima import haystack as hs
-from opencompass_longctx.nolima import sample_data
+from opencompass_longctx.demo import nolima_data
 from opencompass_longctx.nolima.dataset import load_nolima
 from opencompass_longctx.nolima.needles import NeedleSetError, NoLiMaError, load_pairs
 from opencompass_longctx.nolima.prompts import TASK_TEMPLATE
@@ -19,7 +19,7 @@ from opencompass_longctx.sources import DataIntegrityError, DataNotFoundError, w
 @pytest.fixture(scope='module')
 def data_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp('nolima_data') / 'nolima'
-    sample_data.write(str(root), book_tokens=4000, long_book_tokens=9000)
+    nolima_data.write(str(root), book_tokens=4000, long_book_tokens=9000)
     return root
 
 
@@ -275,12 +275,21 @@ def test_name_collisions_with_the_haystack_are_warned_about(data_dir, tmp_path):
         load_nolima('250', path=str(d), pairs=1)
 
 
-def test_sample_data_flag_writes_the_stand_in_data_once(tmp_path):
+def test_the_demo_type_writes_the_stand_in_data_once_and_the_loader_refuses_the_old_flag(tmp_path):
+    from opencompass_longctx.demo.datasets import DemoNoLiMaDataset
+    from opencompass_longctx.nolima.dataset import NoLiMaDataset
     root = tmp_path / 'demo' / 'nolima'
-    ds = load_nolima('250', path=str(root), sample_data=True, pairs=2, haystacks=[0], depth_indices=[0, 13])
-    assert len(ds) == 4 and (root / 'needlesets' / 'needle_set_w_Distractor.json').is_file()
-    with pytest.raises(NoLiMaError, match='sample_data=True needs path='):
-        load_nolima('250', sample_data=True)
+    kw = dict(tier='250', path=str(root), pairs=2, haystacks=[0], depth_indices=[0, 13])
+    ds = DemoNoLiMaDataset.load(**kw)
+    needles = root / 'needlesets' / 'needle_set_w_Distractor.json'
+    assert len(ds) == 4 and needles.is_file()
+    needles.write_text('[]', encoding='utf-8')        # not written again: the files are there
+    assert DemoNoLiMaDataset.load(**kw)['prompt'] == ds['prompt'] and needles.read_text(encoding='utf-8') == '[]'
+    assert NoLiMaDataset.load(**kw)['prompt'] == ds['prompt']     # the production loader on the same files
+    with pytest.raises(NoLiMaError, match='DemoNoLiMaDataset needs path='):
+        DemoNoLiMaDataset.load(tier='250')
+    with pytest.raises(NoLiMaError, match=r'sample_data= was removed .* type=DemoNoLiMaDataset'):
+        NoLiMaDataset.load(sample_data=True, **kw)
 
 
 def test_opencompass_dataset_class_matches_basedataset_without_copying_prompts(data_dir):

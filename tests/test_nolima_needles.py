@@ -5,13 +5,13 @@ import os
 import pytest
 
 from opencompass_longctx.nolima import needles as nd
-from opencompass_longctx.nolima import sample_data
+from opencompass_longctx.demo import nolima_data
 
 
 @pytest.fixture(scope='module')
 def sets_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp('nolima_sets')
-    sample_data.write(str(root), book_tokens=300, books=1)
+    nolima_data.write(str(root), book_tokens=300, books=1)
     return root / 'needlesets'
 
 
@@ -150,8 +150,8 @@ def test_pair_selection(sets_dir):
 
 def test_sample_data_is_deterministic_and_free_of_names_and_keywords(tmp_path):
     a, b = tmp_path / 'a', tmp_path / 'b'
-    sample_data.write(str(a), book_tokens=2000)
-    sample_data.write(str(b), book_tokens=2000)
+    nolima_data.write(str(a), book_tokens=2000)
+    nolima_data.write(str(b), book_tokens=2000)
     files = sorted(os.path.relpath(os.path.join(d, f), a) for d, _, fs in os.walk(a) for f in fs)
     assert len(files) == 6 + 5 + 1
     for rel in files:

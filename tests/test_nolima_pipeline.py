@@ -9,7 +9,7 @@ import pytest
 
 from conftest import REPO, assert_clean_logs, run_opencompass, summary_by_dataset as summary_rows
 from opencompass_longctx.nolima import metrics as nm
-from opencompass_longctx.nolima import sample_data
+from opencompass_longctx.demo import nolima_data
 
 VARIANTS = ['main', 'hard', 'cot', 'mc', 'direct', 'distractor']
 
@@ -24,7 +24,7 @@ def _env(tmp, data, tiers, pairs=2):
 def variants_run(tmp_path_factory):
     cwd = tmp_path_factory.mktemp('nolima_e2e')
     data = cwd / 'nolima'
-    sample_data.write(str(data), book_tokens=3000)
+    nolima_data.write(str(data), book_tokens=3000)
     env = _env(cwd, data, '250')
     proc = run_opencompass([str(REPO / 'tests' / 'configs' / 'nolima_variants.py'), '-w', 'out'], cwd, env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -90,7 +90,7 @@ def test_prompts_are_the_authors_system_message_and_template(variants_run):
 def lengths_data(tmp_path_factory):
     cwd = tmp_path_factory.mktemp('nolima_len')
     data = cwd / 'nolima'
-    sample_data.write(str(data), book_tokens=5000, variants=['main'])
+    nolima_data.write(str(data), book_tokens=5000, variants=['main'])
     return cwd, data
 
 

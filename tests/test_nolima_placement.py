@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from opencompass_longctx.nolima import haystack as hs
-from opencompass_longctx.nolima import sample_data
+from opencompass_longctx.demo import nolima_data
 from opencompass_longctx.tokenization import get_tokenizer
 
 NEEDLE = 'Actually, Yara has a flat right beside the Atomium.'
@@ -22,7 +22,7 @@ UNICODE_LINES = [
 @pytest.fixture(scope='module')
 def books_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp('nolima_books')
-    sample_data.write(str(root), book_tokens=5000, variants=['main'])
+    nolima_data.write(str(root), book_tokens=5000, variants=['main'])
     # a book with multi-byte characters (slices then cut UTF-8 sequences inside tokens)
     text = ''.join(UNICODE_LINES[i % 3].strip() + ' \n' for i in range(30))
     (root / 'unicode_book.txt').write_text(text, encoding='utf-8')
@@ -31,7 +31,7 @@ def books_dir(tmp_path_factory):
 
 @pytest.fixture(scope='module')
 def hf_tokenizer(tmp_path_factory):
-    from opencompass_longctx.tiny_model import build
+    from opencompass_longctx.demo.tiny_model import build
     return build(str(tmp_path_factory.mktemp('hf') / 'tiny'))
 
 

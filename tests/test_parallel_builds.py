@@ -16,7 +16,7 @@ from opencompass_longctx.longbio.dataset import load_longbio
 from opencompass_longctx.longbio.generator import TierTooSmallError, generate, make_spec
 from opencompass_longctx.nolima import build as nbuild
 from opencompass_longctx.nolima import dataset as nds
-from opencompass_longctx.nolima import sample_data
+from opencompass_longctx.demo import nolima_data
 
 
 def digest(rows) -> str:
@@ -46,7 +46,7 @@ def no_pool(monkeypatch):
 @pytest.fixture(scope='module')
 def nolima_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp('nolima') / 'data'
-    sample_data.write(str(root), book_tokens=3000)
+    nolima_data.write(str(root), book_tokens=3000)
     return str(root)
 
 

@@ -147,9 +147,9 @@ def test_hub_ids_are_not_missing_directories_and_every_model_has_a_plan_row(monk
     monkeypatch.delenv('LONGCTX_MODEL_ROOT', raising=False)
     hf = dict(type='opencompass_longctx.models.hf.LongCtxHFChatModel', abbr='qwen-hub', path='Qwen/Qwen2.5-7B-Instruct',
               max_seq_len=32768, max_out_len=20, batch_size=4, run_cfg=dict(num_gpus=0))
-    from opencompass_longctx.nolima.dataset import NoLiMaDataset
-    nolima = dict(type=NoLiMaDataset, abbr='nolima_main_1k', tier='1k', tokenizer='Qwen/Qwen2.5-7B-Instruct',
-                  sample_data=True, path='somewhere')
+    from opencompass_longctx.demo.datasets import DemoNoLiMaDataset
+    nolima = dict(type=DemoNoLiMaDataset, abbr='nolima_main_1k', tier='1k', tokenizer='Qwen/Qwen2.5-7B-Instruct',
+                  path='somewhere')   # writes its stand-in data itself: no data problem
     assert P.check_run([hf], [nolima]) == []               # a hub id: resolved from the Hugging Face cache
     lmd = _lmdeploy_model(abbr='lmd', path='Qwen/Qwen2.5-7B-Instruct')  # LMDeploy's preflight needs a directory
     assert [p['where'] for p in P.check_run([lmd], [])] == [['lmd']]
@@ -241,8 +241,10 @@ def test_checks_find_every_problem_without_a_gpu(tmp_path, monkeypatch):
     nolima = [dict(type=NoLiMaDataset, abbr=f'nolima_main_{t}', tier=t, tokenizer=str(tmp_path / 'no-tokenizer'),
                    path=str(tmp_path / 'nolima')) for t in ('1k', '2k')]
     babilong = [_babilong(t, path=str(tmp_path / 'babilong')) for t in ('0k', '1k')]
-    babilong_demo = [_babilong('2k', path=str(tmp_path / 'demo'), demo_data=True)]
-    problems = P.check_run([model, model2], nolima + babilong + babilong_demo)
+    from opencompass_longctx.demo.datasets import DemoBabilongDataset
+    babilong_demo = [dict(_babilong('2k', path=str(tmp_path / 'demo')), type=DemoBabilongDataset)]
+    legacy = [_babilong('4k', path=str(tmp_path / 'demo'), demo_data=True)]     # the removed flag
+    problems = P.check_run([model, model2], nolima + babilong + babilong_demo + legacy)
     text = {p['problem'].split('\n')[0]: p['where'] for p in problems}
     assert text["model directory 'models/m1' does not exist"] == ['m1']
     assert any(k.startswith('$LONGCTX_MODEL_ROOT is not set') for k in text)
@@ -252,7 +254,10 @@ def test_checks_find_every_problem_without_a_gpu(tmp_path, monkeypatch):
     nolima_data = [w for k, w in text.items() if k.startswith('DataNotFoundError: NoLiMa data')]
     assert nolima_data == [['nolima_main_1k', 'nolima_main_2k']]
     bab = [w for k, w in text.items() if 'babilong' in k.lower() and 'not found' in k]
-    assert bab == [['babilong_qa1_0k', 'babilong_qa1_1k']]       # demo_data is written by the loader: no problem
+    assert bab == [['babilong_qa1_0k', 'babilong_qa1_1k', 'babilong_qa1_4k']]   # the demo type writes its own
+    assert text['demo_data= was removed from BabilongDataset: for the project\'s stand-in files use '
+                'type=DemoBabilongDataset (from opencompass_longctx.demo.datasets import DemoBabilongDataset) '
+                'with the same path= and without demo_data'] == ['babilong_qa1_4k']
     # the report says how to get the data
     md = P.to_markdown(P.summarize(P.make_plan(_combo([model], babilong)), problems))
     assert 'huggingface-cli download RMT-team/babilong' in md and 'export LONGCTX_MODEL_ROOT' in md
@@ -262,11 +267,11 @@ def test_a_tier_babilong_does_not_publish_is_a_problem_only_when_it_can_be_neith
                                                                                                    monkeypatch):
     """As the loader: a generated file under path= is read (no bAbI/PG19 needed); without one, the tier is made
     from $BABI_DIR and $PG19_DIR; only with neither is it a problem (which stops a real run)."""
-    from opencompass_longctx import demo_data
+    from opencompass_longctx.demo import babilong_data
     monkeypatch.delenv('BABI_DIR', raising=False)
     monkeypatch.delenv('PG19_DIR', raising=False)
     written = tmp_path / 'generated'
-    demo_data.write(str(written), tiers=['3k'], tasks=['qa1'])   # the layout longctx-babilong-generate writes
+    babilong_data.write(str(written), tiers=['3k'], tasks=['qa1'])   # the layout longctx-babilong-generate writes
     assert P.check_run([], [_babilong('3k', path=str(written))]) == []
     nothing = _babilong('3k', path=str(tmp_path / 'nothing'))
     problems = P.check_run([], [nothing])

@@ -145,9 +145,9 @@ def test_unknown_tier_stops_the_run_with_a_clear_error(tmp_path):
 def test_over_length_tier_is_skipped_and_reported_as_not_applicable(tmp_path):
     """max_seq_len 1200 holds the 0k prompts but no 2k prompt: those are never sent to the model (no silent
     truncation), counted as over-length, and the tier table shows N/A for 2k, not 0."""
-    from opencompass_longctx import demo_data
+    from opencompass_longctx.demo import babilong_data
     from opencompass_longctx.overlength import OVER_LENGTH
-    demo_data.write(str(tmp_path / 'data'), tiers=('0k', '2k'), tasks=[f'qa{i}' for i in range(1, 6)], samples=3)
+    babilong_data.write(str(tmp_path / 'data'), tiers=('0k', '2k'), tasks=[f'qa{i}' for i in range(1, 6)], samples=3)
     env = {'LONGCTX_TEST_DATA': str(tmp_path / 'data'), 'LONGCTX_TINY_MODEL': str(tmp_path / 'tiny'),
            'LONGCTX_CACHE_DIR': str(tmp_path / 'cache')}
     proc = run_opencompass([str(REPO / 'tests' / 'configs' / 'babilong_overlength.py'), '-w', 'out'], tmp_path, env)

@@ -210,7 +210,8 @@ from opencompass.partitioners import NaivePartitioner, NumWorkerPartitioner
 from opencompass.runners import LocalRunner
 from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
-from opencompass_longctx.models.rule_reader import BabiRuleReader
+from opencompass_longctx.demo.datasets import DemoBabilongDataset, DemoNoLiMaDataset
+from opencompass_longctx.demo.rule_reader import BabiRuleReader
 
 with read_base():
     from ..configs.datasets.babilong.babilong_0k_gen import babilong_datasets as b0
@@ -223,9 +224,9 @@ with read_base():
     from ..configs.models.longctx_tiny_chat import models as tiny
     from ..configs.summarizers.longctx import summarizer
 
-datasets = [dict(d, path=DATA, demo_data=True, num_samples=3) for d in [*b0[:5], *b1[:5], *b3[:5]]]
+datasets = [dict(d, type=DemoBabilongDataset, path=DATA, num_samples=3) for d in [*b0[:5], *b1[:5], *b3[:5]]]
 datasets += [dict(d, num_samples=1) for d in [*l0, *l2] if d['cell'] in ('standard', 'calculation', 'citation_1')]
-datasets += [dict(d, path=DATA + '_nolima', sample_data=True, pairs=2, haystacks=[0], depth_indices=[0, 12, 25])
+datasets += [dict(d, type=DemoNoLiMaDataset, path=DATA + '_nolima', pairs=2, haystacks=[0], depth_indices=[0, 12, 25])
              for d in [*n250, *n500]]
 models = [*tiny, dict(type=BabiRuleReader, abbr='rule-reader', max_seq_len=100000, max_out_len=20,
                       batch_size=8, run_cfg=dict(num_gpus=0))]

@@ -15,7 +15,8 @@ from opencompass.partitioners import NaivePartitioner, NumWorkerPartitioner
 from opencompass.runners import LocalRunner
 from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
-from opencompass_longctx.models.rule_reader import BabiRuleReader
+from opencompass_longctx.demo.datasets import DemoNoLiMaDataset
+from opencompass_longctx.demo.rule_reader import BabiRuleReader
 
 with read_base():
     from opencompass_longctx.configs.datasets.babilong.babilong_2k_gen import babilong_datasets as babilong_2k
@@ -28,7 +29,7 @@ with read_base():
 
 common = [dict(d, num_samples=2) for d in [*babilong_2k[:5], *babilong_192k[:5]]]
 common += [dict(d, num_samples=1) for d in longbio_192k if d['cell'] in ('standard', 'calculation', 'idk')]
-common += [dict(d, path=NOLIMA, sample_data=True, sample_book_tokens=200000, pairs=1, haystacks=[0],
+common += [dict(d, type=DemoNoLiMaDataset, path=NOLIMA, sample_book_tokens=200000, pairs=1, haystacks=[0],
                 depth_indices=[0, 5]) for d in nolima_192k]
 longbio_3k = [dict(d, num_samples=1) for d in longbio_3k]
 rule_reader = dict(type=BabiRuleReader, abbr='rule-reader', max_seq_len=400000, max_out_len=20, batch_size=4,
@@ -57,8 +58,8 @@ def test_tiers_copied_into_a_workspace_outside_the_repository(tmp_path, babi_inp
         copy_tier(ws, bench, '192k')
     copy_tier(ws, 'longbio', '3k')
     (ws / 'run.py').write_text(RUN.replace('NOLIMA', repr(str(tmp_path / 'nolima'))))
-    from opencompass_longctx import demo_data
-    demo_data.write(str(tmp_path / 'data'), tiers=('2k',), tasks=[f'qa{i}' for i in range(1, 6)], samples=2)
+    from opencompass_longctx.demo import babilong_data
+    babilong_data.write(str(tmp_path / 'data'), tiers=('2k',), tasks=[f'qa{i}' for i in range(1, 6)], samples=2)
     env = {'BABI_DIR': babi_inputs[0], 'PG19_DIR': babi_inputs[1], 'BABILONG_DATA': str(tmp_path / 'data'),
            'LONGCTX_TINY_MODEL': str(tmp_path / 'tiny'), 'LONGCTX_CACHE_DIR': str(tmp_path / 'cache')}
     proc = run_opencompass([str(ws / 'run.py'), '-w', 'out'], tmp_path, env)

@@ -1,7 +1,7 @@
 """The demo's tiny random model writes at most out_len_cap new tokens, whatever max_out_len a benchmark asks."""
 import pytest
 
-from opencompass_longctx.models.tiny import TinyChatModel
+from opencompass_longctx.demo.tiny_chat import TinyChatModel
 
 
 @pytest.fixture(scope='module')

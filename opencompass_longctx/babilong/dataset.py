@@ -16,6 +16,7 @@ from ..cache import DatasetCache, make_key, record_build
 from ..sources import DataNotFoundError, find_file
 from ..tiers import parse_tier
 from ..tokenization import GPT2_TOKENIZER, get_tokenizer
+from ..util import refuse_removed_options
 from . import data as bdata
 from .build import build_rows, generated_rows
 from .prompts import prompt_parts
@@ -115,12 +116,12 @@ def load_babilong(tier, task: str = 'qa1', path: Optional[str] = None, sample_so
 
 class BabilongDataset(BaseDataset):
     """``type=BabilongDataset`` in configs; every extra config key goes to :func:`load_babilong`."""
+    # options that were removed, with what to use instead (refused here and by the run checks)
+    REMOVED_OPTIONS = {'demo_data': 'demo_data= was removed from BabilongDataset: for the project\'s stand-in files '
+                       'use type=DemoBabilongDataset (from opencompass_longctx.demo.datasets import '
+                       'DemoBabilongDataset) with the same path= and without demo_data'}
 
     @staticmethod
     def load(**kwargs):
-        if 'demo_data' in kwargs:  # removed: the stand-in files are the demo's business now
-            raise bdata.BabilongDataError(
-                'demo_data= was removed from BabilongDataset: for the project\'s stand-in files use '
-                'type=DemoBabilongDataset (from opencompass_longctx.demo.datasets import DemoBabilongDataset) with '
-                'the same path= and without demo_data')
+        refuse_removed_options(BabilongDataset.REMOVED_OPTIONS, kwargs, bdata.BabilongDataError)
         return record_build('BabilongDataset', kwargs, load_babilong(**kwargs), 'prompt_tokens')

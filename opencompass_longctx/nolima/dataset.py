@@ -32,6 +32,7 @@ from .. import parallel
 from ..cache import DatasetCache, make_key, record_build
 from ..tiers import parse_tier
 from ..tokenization import DEFAULT_TOKENIZER, get_tokenizer
+from ..util import refuse_removed_options
 from . import data as ndata
 from . import haystack as hs
 from .haystack import default_depth_intervals
@@ -226,11 +227,13 @@ class NoLiMaDataset(BaseDataset):
         self.dataset = concatenate_datasets([dataset] * n) if n > 1 else dataset
         self._init_reader(**(reader_cfg or {}))
 
+    # options that were removed, with what to use instead (refused here and by the run checks)
+    REMOVED_OPTIONS = {'sample_data': 'sample_data= was removed from NoLiMaDataset: for the project\'s stand-in '
+                       'data use type=DemoNoLiMaDataset (from opencompass_longctx.demo.datasets import '
+                       'DemoNoLiMaDataset) with the same path= (it also takes sample_book_tokens) and without '
+                       'sample_data'}
+
     @staticmethod
     def load(**kwargs):
-        if 'sample_data' in kwargs or 'sample_book_tokens' in kwargs:  # removed: the demo's business now
-            raise NoLiMaError(
-                'sample_data= and sample_book_tokens= were removed from NoLiMaDataset: for the project\'s stand-in '
-                'data use type=DemoNoLiMaDataset (from opencompass_longctx.demo.datasets import DemoNoLiMaDataset) '
-                'with the same path= (it takes sample_book_tokens) and without sample_data')
+        refuse_removed_options(NoLiMaDataset.REMOVED_OPTIONS, kwargs, NoLiMaError)
         return record_build('NoLiMaDataset', kwargs, load_nolima(**kwargs), 'prompt_tokens_approx')

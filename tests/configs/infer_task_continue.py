@@ -4,7 +4,7 @@ from mmengine.config import read_base
 from opencompass.partitioners import NaivePartitioner
 from opencompass.runners import LocalRunner
 
-from opencompass_longctx.models.rule_reader import BabiRuleReader
+from opencompass_longctx.demo.rule_reader import BabiRuleReader
 from opencompass_longctx.partitioner import LongCtxPartitioner
 from opencompass_longctx.tasks import LongCtxEvalTask, LongCtxInferTask
 

@@ -6,6 +6,7 @@ from mmengine.config import read_base
 from opencompass.partitioners import NaivePartitioner
 from opencompass.runners import LocalRunner
 
+from opencompass_longctx.demo.datasets import DemoNoLiMaDataset
 from opencompass_longctx.partitioner import LongCtxPartitioner
 from opencompass_longctx.tasks import LongCtxEvalTask, LongCtxInferTask
 
@@ -29,8 +30,8 @@ datasets = [dict(d, tier=t, abbr=f"{d['abbr']}_{t}", path=BABILONG, num_samples=
             for t in ('0k', '1k', '2k') for d in BABILONG_BASE[:2]]
 datasets += [dict(d, tier=t, abbr=f"{d['abbr']}_{t}", num_samples=2)
              for t in ('0k', '1k') for d in LONGBIO_BASE if d['cell'] == 'standard']
-datasets += [dict(d, tier=t, abbr=f"{d['abbr']}_{t}", path=NOLIMA, sample_data=True, tokenizer=TINY, pairs=1,
-                  haystacks=[0], depth_indices=[0, 25]) for t in ('250', '1k') for d in NOLIMA_BASE]
+datasets += [dict(d, type=DemoNoLiMaDataset, tier=t, abbr=f"{d['abbr']}_{t}", path=NOLIMA, tokenizer=TINY,
+                  pairs=1, haystacks=[0], depth_indices=[0, 25]) for t in ('250', '1k') for d in NOLIMA_BASE]
 infer = dict(partitioner=dict(type=LongCtxPartitioner, bands=['0k', '1k', '2k']),
              runner=dict(type=LocalRunner, max_num_workers=2, task=dict(type=LongCtxInferTask)))
 eval = dict(partitioner=dict(type=NaivePartitioner, n=1000),

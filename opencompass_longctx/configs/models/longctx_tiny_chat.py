@@ -1,11 +1,11 @@
 # The project's tiny random-weight chat model (built on first use, CPU only): proves the pipeline. Its answers are
 # noise, so it writes at most out_len_cap=8 new tokens whatever a benchmark's max_out_len (a demo-model property,
-# opencompass_longctx/models/tiny.py). batch_size=1: with no padding, attention runs fused (3x faster on CPU).
+# opencompass_longctx/demo/tiny_chat.py). batch_size=1: with no padding, attention runs fused (3x faster on CPU).
 import os
 
 from mmengine.config import read_base
 
-from opencompass_longctx.models.tiny import TinyChatModel
+from opencompass_longctx.demo.tiny_chat import TinyChatModel
 
 with read_base():
     from opencompass_longctx.configs.meta_template import LONGCTX_META_TEMPLATE

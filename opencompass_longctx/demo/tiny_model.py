@@ -3,7 +3,7 @@
 It proves the pipeline (tokenization, chat template, generation, evaluation), not a model: its answers are
 noise. Used by the tests and the demo config.
 
-    python -m opencompass_longctx.tiny_model OUT_DIR      (or: longctx-tiny-model OUT_DIR)
+    python -m opencompass_longctx.demo.tiny_model OUT_DIR      (or: longctx-tiny-model OUT_DIR)
 """
 import argparse
 import os

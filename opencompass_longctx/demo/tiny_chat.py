@@ -3,7 +3,7 @@
 ``TinyChatModel`` is the package's ``LongCtxHFChatModel`` (OpenCompass's ``HuggingFacewithChatTemplate`` that also
 continues LongBioBench's answer prefix) with two demo-model properties:
 
-* the model is built (offline, a few seconds, see :mod:`opencompass_longctx.tiny_model`) at ``path`` when it
+* the model is built (offline, a few seconds, see :mod:`opencompass_longctx.demo.tiny_model`) at ``path`` when it
   is not there yet, so ``opencompass examples/eval_longctx_demo.py`` needs no preparation step;
 * it writes at most ``out_len_cap`` new tokens (default 8), whatever ``max_out_len`` a benchmark asks for
   (LongBioBench asks 50 per needle, NoLiMa 192). Its weights are random, so it never stops on its own and
@@ -12,8 +12,8 @@ continues LongBioBench's answer prefix) with two demo-model properties:
 """
 import os
 
-from ..tiny_model import build
-from .hf import LongCtxHFChatModel
+from ..models.hf import LongCtxHFChatModel
+from .tiny_model import build
 
 
 def ensure_tiny_model(path: str) -> str:

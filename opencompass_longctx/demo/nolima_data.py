@@ -14,7 +14,7 @@ haystacks: paragraphs of 1000+ characters ending with ``" \\n"``, no blank lines
 marks, and no character name or question keyword in them. Deterministic: the same arguments give
 byte-identical files.
 
-    python -m opencompass_longctx.nolima.sample_data OUT_DIR [--book-tokens 6000] [--long-book-tokens 0]
+    python -m opencompass_longctx.demo.nolima_data OUT_DIR [--book-tokens 6000] [--long-book-tokens 0]
 """
 import argparse
 import json
@@ -25,7 +25,7 @@ import sys
 from typing import Dict, List, Optional, Sequence
 
 from ..tokenization import get_tokenizer
-from .needles import VARIANT_FILES, VARIANTS
+from ..nolima.needles import VARIANT_FILES, VARIANTS
 
 CHARACTERS = ['Yara', 'Torvin', 'Lisette', 'Emrys', 'Noemi', 'Casimir', 'Ottilie', 'Bastien', 'Ingrid', 'Florin']
 MC_OTHERS = ['Pavel', 'Rosalind', 'Teodor']
@@ -206,7 +206,7 @@ def write(root: str, book_tokens: int = 6000, long_book_tokens: Optional[int] = 
             with open(os.path.join(d, f'rand_book_{i + 1}.txt'), 'w', encoding='utf-8', newline='') as f:
                 f.write(book_text(i, n, tier))
     with open(os.path.join(root, 'README.md'), 'w', encoding='utf-8') as f:
-        f.write('Stand-in data written by opencompass_longctx.nolima.sample_data in the layout of the NoLiMa '
+        f.write('Stand-in data written by opencompass_longctx.demo.nolima_data in the layout of the NoLiMa '
                 'dataset (amodaresi/NoLiMa).\nIt is NOT NoLiMa: the needles, names and books are made up by '
                 'the project. Scores on it say nothing about a model.\n')
     if write_manifest:

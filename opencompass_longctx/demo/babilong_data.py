@@ -7,7 +7,7 @@ generator, laid out exactly like RMT-team/babilong (``data/qaN/<LEN>.json``: a J
 ``{"input", "question", "target"}``). As in the real data, the input holds (tier - 300) GPT-2 tokens
 (facts only at 0k). Deterministic: the same arguments give byte-identical files.
 
-    python -m opencompass_longctx.demo_data OUT_DIR [--tiers 0k 1k 2k] [--tasks qa1 ... qa10] [--samples 5]
+    python -m opencompass_longctx.demo.babilong_data OUT_DIR [--tiers 0k 1k 2k] [--tasks qa1 ... qa10] [--samples 5]
 """
 import argparse
 import os
@@ -15,7 +15,7 @@ import random
 import sys
 from typing import List, Tuple
 
-from .util import atomic_write_text
+from ..util import atomic_write_text
 
 PEOPLE = ['Mary', 'John', 'Sandra', 'Daniel']
 GIVERS = ['Bill', 'Fred', 'Jeff', 'Mary']
@@ -126,9 +126,9 @@ def write(out_dir: str, tiers=('0k', '1k', '2k'), tasks=tuple(f'qa{i}' for i in 
           samples: int = 5, seed: int = 0) -> List[str]:
     """BABILong-format files made by the project's BABILong generator from made-up inputs (bAbI-style
     stories and books of made-up sentences, written under ``out_dir/inputs``)."""
-    from .babilong.data import file_name
-    from .babilong.generator import Generator
-    from .babilong.generator import write as generate
+    from ..babilong.data import file_name
+    from ..babilong.generator import Generator
+    from ..babilong.generator import write as generate
     inputs = os.path.join(out_dir, 'inputs')
     babi, books = os.path.join(inputs, 'babi'), os.path.join(inputs, 'books')
     write_babi(babi, tasks=tasks, stories=max(20, samples), seed=seed)
