@@ -32,6 +32,7 @@ from typing import Dict, List, Optional, Sequence
 from .cache import read_build_record
 from .configs.cost_model import COST_MODEL, GPUS
 from .configs.tier_table import TIER_BANDS
+from .models.recipe import CAVEAT_MARK
 from .tiers import TierError, parse_tier, sort_tiers
 
 SIZE_HEADROOM = 1.10       # a tier in the model's tokens: data-tokenizer tokens x 1.10 (tokenizers differ)
@@ -359,13 +360,33 @@ def model_geometry(model_cfg) -> Dict:
     return {}
 
 
+def engine_backend(model_cfg, cfg: Optional[Dict]):
+    """(backend, why) as LongCtxTurboMindModel will choose it (models.lmdeploy.choose_backend); without LMDeploy
+    installed here an 'auto' row is planned as TurboMind, and the plan says so."""
+    from .models.lmdeploy import LMDeployConfigError, choose_backend
+    requested = model_cfg.get('backend', 'auto')
+    try:
+        return choose_backend(cfg or {}, requested)
+    except LMDeployConfigError as e:
+        if requested == 'auto' and 'not installed' in str(e):
+            return 'turbomind', 'assumed: LMDeploy is not installed here (backend=auto is resolved at load)'
+        raise
+
+
 def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) -> Dict:
     """max_batch_size for ``session_len`` from the KV-cache arithmetic (the runtime preflight's), and its verdict."""
-    from .models.lmdeploy import _text_config, kv_bytes_per_token, kv_geometry, kv_plan, weight_bytes
+    from .models.lmdeploy import (LMDeployConfigError, _text_config, engine_reserve_bytes, kv_bytes_per_token,
+                                  kv_geometry, kv_plan, weight_bytes)
     ec = dict(model_cfg.get('engine_config') or {})
     tp = int(ec.get('tp', 1))
     geo = model_geometry(model_cfg)
     out = {'session_len': session_len, 'tp': tp, 'geometry': geo.get('source')}
+    try:
+        out['backend'], out['backend_reason'] = engine_backend(model_cfg, geo.get('config'))
+    except LMDeployConfigError as e:
+        out.update(backend=model_cfg.get('backend'), backend_reason=str(e), max_batch_size=1, verdict='bad backend',
+                   reason=str(e))
+        return out
     if not geo:
         out.update(max_batch_size=int(ec.get('max_batch_size') or 1), verdict='unchecked',
                    reason='no config.json and no declared geometry: batch size not sized')
@@ -377,13 +398,14 @@ def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) ->
         weights = weight_bytes('', cfg)
     kvpt = kv_bytes_per_token(cfg, int(ec.get('quant_policy', 0)))
     gpu_mem = float(model_cfg.get('gpu_memory_gib') or gpu['memory_gib']) * GIB
+    reserve = engine_reserve_bytes(out['backend'], cfg, dict(ec, max_batch_size=cap))  # at the largest batch
     one = kv_plan(cfg, weights, session_len, 1, tp, float(ec.get('cache_max_entry_count', 0.8)),
-                  int(ec.get('quant_policy', 0)), gpu_mem)      # the runtime preflight's arithmetic, batch 1
+                  int(ec.get('quant_policy', 0)), gpu_mem, reserve)   # the runtime preflight's arithmetic, batch 1
     per_seq, budget = one['need'], one['budget']
     fit = int(budget // per_seq) if per_seq else cap
     out.update(weights_gib=weights / GIB, kv_bytes_per_token=kvpt, kv_gib_per_seq_per_gpu=per_seq / GIB,
                kv_budget_gib_per_gpu=budget / GIB, layers=kv_geometry(cfg)['layers'],
-               hidden=_text_config(cfg).get('hidden_size'), weights=weights)
+               hidden=_text_config(cfg).get('hidden_size'), weights=weights, engine_reserve_gib=reserve / GIB)
     if fit < 1:
         out.update(max_batch_size=1, verdict='does not fit',
                    reason=f'one sequence of {session_len} tokens needs {per_seq / GIB:.1f} GiB of KV per GPU, '
@@ -533,6 +555,11 @@ def _task(model, abbr, band, shard, shards, group, cm, batch_cap) -> TaskPlan:
         engine = size_engine(model, session_len, cm['gpu_spec'], batch_cap)
         engine['headroom'] = max(ld.headroom for ld in loads)
         engine['token_ratio_measured'] = all(ld.ratio is not None for ld in loads)
+        from .models.recipe import caveats, effective_rope, native_band
+        if native_band(model, session_len, max(ld.tier_tokens * (ld.ratio or 1.0) for ld in loads)):
+            cfg['long_context'] = None   # every tier of the band fits the native window: no static scaling
+        engine['rope'] = effective_rope(cfg, session_len)
+        engine['caveats'] = {ld.tier: caveats(model, ld.tier_tokens) for ld in loads if caveats(model, ld.tier_tokens)}
         ec = dict(cfg.get('engine_config') or {})
         ec.update(session_len=session_len, max_batch_size=engine['max_batch_size'])
         cfg['engine_config'] = ec
@@ -586,7 +613,9 @@ def engine_problems(plan: Dict) -> List[Dict]:
     """Bands whose engine cannot hold one sequence on the declared GPU: the preflight would stop those tasks."""
     found: Dict[str, List[str]] = {}
     for t in plan['tasks']:
-        if t.engine and t.engine['verdict'] == 'does not fit':
+        if t.engine and t.engine['verdict'] == 'bad backend':
+            found.setdefault(f"{t.model}: {t.engine['reason']}", []).append(t.model)
+        elif t.engine and t.engine['verdict'] == 'does not fit':
             found.setdefault(f"the {t.band} engine of {t.model} does not fit the GPU: {t.engine['reason']}",
                              []).append(t.model)
     return [{'problem': p, 'where': w} for p, w in found.items()]
@@ -720,7 +749,7 @@ def summarize(plan: Dict, problems: Sequence[str] = ()) -> Dict:
         b = m['bands'].setdefault(t.band, {'tasks': 0, 'engine_starts': 0, 'gpus_per_task': t.gpus, 'datasets': 0,
                                            'samples': 0, 'prompt_tokens': 0, 'exact': True, 'tiers': set(),
                                            'session_len': None, 'max_batch_size': None, 'verdict': None,
-                                           'reason': '', 'gpu_hours': 0.0})
+                                           'reason': '', 'gpu_hours': 0.0, 'caveats': {}})
         b['tasks'] += 1
         b['engine_starts'] += 1
         b['datasets'] += len(t.datasets)
@@ -733,6 +762,9 @@ def summarize(plan: Dict, problems: Sequence[str] = ()) -> Dict:
             b['max_batch_size'] = t.engine['max_batch_size']
             b['verdict'] = t.engine['verdict']
             b['reason'] = t.engine.get('reason', '')
+            m['backend'] = (t.engine.get('backend'), t.engine.get('backend_reason'))
+            b['rope'] = t.engine.get('rope')
+            b['caveats'].update(t.engine.get('caveats') or {})
         b['gpu_hours'] += t.gpu_hours
         m['tasks'] += 1
         m['engine_starts'] += 1
@@ -778,7 +810,8 @@ def to_markdown(summary: Dict) -> str:
         for band, b in m['bands'].items():
             tok = _fmt_tokens(b['prompt_tokens']) + ('' if b['exact'] else ' (est.)')
             cost = f"{b['gpu_hours']:.2f}" if m['lmdeploy'] else '-'
-            lines.append(f"| {model} | {band} | {', '.join(b['tiers'])} | {b['tasks']} | {b['engine_starts']} | "
+            marked = [t + (CAVEAT_MARK if t in b['caveats'] else '') for t in b['tiers']]
+            lines.append(f"| {model} | {band} | {', '.join(marked)} | {b['tasks']} | {b['engine_starts']} | "
                          f"{b['gpus_per_task']} | {b['datasets']} | {b['samples']:,} | {tok} | "
                          f"{b['session_len'] or '-'} | {b['max_batch_size'] or '-'} | {b['verdict'] or '-'} | {cost} |")
         total = f"**{m['gpu_hours']:.2f}**" if m['lmdeploy'] else '-'
@@ -795,6 +828,7 @@ def to_markdown(summary: Dict) -> str:
     if summary['skipped_already_predicted']:
         lines.append(f"{summary['skipped_already_predicted']} model x dataset pairs already have predictions "
                      'and are not planned again.')
+    lines += _engine_lines(summary)
     reasons = [(model, band, b['reason']) for model, m in summary['models'].items()
                for band, b in m['bands'].items() if b['reason']]
     if reasons:
@@ -802,6 +836,23 @@ def to_markdown(summary: Dict) -> str:
     lines += ['', f"Problems found without a GPU ({len(summary['problems'])}):"]
     lines += [_problem_line(p) for p in summary['problems']] or ['- none']
     return '\n'.join(lines) + '\n'
+
+
+def _engine_lines(summary: Dict) -> List[str]:
+    """Per LMDeploy model: the engine that runs it and why, the RoPE scaling of each band, and the caveat marks."""
+    from .models.recipe import rope_text
+    lines = []
+    for model, m in summary['models'].items():
+        if m.get('backend'):
+            ropes = '; '.join(f"{band}: {rope_text(b['rope'])}" for band, b in m['bands'].items() if b.get('rope'))
+            lines.append(f"- {model}: {m['backend'][0]} ({m['backend'][1]}); RoPE scaling {ropes}")
+    marks = {(model, r) for model, m in summary['models'].items() for b in m['bands'].values()
+             for rs in b['caveats'].values() for r in rs}
+    if lines:
+        lines = ['', 'Engines (LMDeploy backend, and the RoPE scaling each band\'s engine applies):'] + lines
+    if marks:
+        lines += [''] + [f'{CAVEAT_MARK} {model}: {r}' for model, r in sorted(marks)]
+    return lines
 
 
 def _problem_line(p: Dict) -> str:

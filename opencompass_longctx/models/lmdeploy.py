@@ -1,10 +1,13 @@
-"""LMDeploy serving for long contexts: engine-key validation, KV-cache preflight, and a TurboMind wrapper
-that runs both before any weight is loaded.
+"""LMDeploy serving for long contexts: backend choice, engine-key validation, KV-cache preflight, and a wrapper of
+OpenCompass's TurboMind model that runs them before any weight is loaded.
 
 OpenCompass's ``TurboMindModelwithChatTemplate`` silently drops engine keys LMDeploy does not know (a typo, or
 ``rope_scaling_factor`` on the PyTorch engine) and lets a too-large ``session_len`` end in an out-of-memory
 crash after minutes of loading. ``LongCtxTurboMindModel`` checks, in order: LMDeploy is installed; every
-engine key is a field of the backend's real config class; ``tp`` equals the GPUs the runner gave the task
+the backend is the one LMDeploy 0.18 serves the model's architecture with (``backend='auto'``:
+TurboMind when ``architectures[0]`` is in ``lmdeploy/turbomind/supported_models.py`` ``SUPPORTED_ARCHS``, else the
+PyTorch engine; a forced ``'turbomind'`` for another architecture is an error); every engine key is a field of
+that backend's config class and one it reads (TurboMind 0.18 never reads ``rope_scaling_factor``); ``tp`` equals the GPUs the runner gave the task
 (``run_cfg.num_gpus``); ``session_len >= max_seq_len``; the model directory has a ``config.json``; and the KV
 cache for ``session_len x max_batch_size`` fits in GPU memory, saying which ``tp`` or KV quantisation would fit
 when it does not. Only then is the model loaded.
@@ -12,16 +15,21 @@ when it does not. Only then is the model loaded.
 The arithmetic (no LMDeploy import): KV bytes per token = 2 (K and V) x layers x KV heads x head dim x bytes per
 value (2 for bf16/fp16; 1 for ``quant_policy=8``, 0.5 for ``quant_policy=4``). LMDeploy gives the KV cache
 ``cache_max_entry_count`` of the GPU memory left after the weights; with tensor parallelism the weights and
-the KV heads are split over ``tp`` GPUs.
+the KV heads are split over ``tp`` GPUs. The PyTorch engine first sets aside its runtime buffers,
+(max_prefill_token_num + 2 x max_batch_size) x vocab x 2 bytes, and gives the KV cache the fraction of what is
+left (:func:`engine_reserve_bytes`).
+
+``trust_remote_code`` (a model-row field) reaches LMDeploy's ``pipeline`` (its tokenizer, config and chat
+template loads; OpenCompass's wrapper never passes it, ``turbomind_with_tf_above_v4_33.py:221``).
 """
 import glob
 import json
 import os
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 from opencompass.models import TurboMindModelwithChatTemplate
 
-from . import prefill
+from . import prefill, recipe, responses
 
 KV_BYTES = {0: 2.0, 8: 1.0, 4: 0.5}  # quant_policy -> bytes per cached value
 
@@ -89,17 +97,30 @@ def weight_bytes(path: str, cfg: Dict) -> float:
     return 2.0 * params
 
 
+def engine_reserve_bytes(backend: str, cfg: Dict, engine_config: Dict) -> float:
+    """GPU bytes an engine sets aside per GPU before it sizes the KV cache. PyTorch engine (LMDeploy 0.18,
+    lmdeploy/pytorch/engine/executor/base.py:229-234, ``_get_runtime_size``): runtime buffers of
+    (max_prefill_token_num + 2 x max_batches) x vocab_size x 2 bytes are taken from the free memory, and the KV
+    cache gets ``cache_max_entry_count`` of the rest (it halves max_prefill_token_num while fewer than 16 KV blocks
+    would fit: the preflight counts the full default). TurboMind: 0 (its ratio applies to the free memory)."""
+    if backend != 'pytorch':
+        return 0.0
+    vocab = _text_config(cfg).get('vocab_size') or _text_config(cfg).get('padded_vocab_size') or 0
+    prefill_tokens = int(engine_config.get('max_prefill_token_num') or 8192)   # PytorchEngineConfig's default
+    return float((prefill_tokens + 2 * int(engine_config.get('max_batch_size') or 1)) * vocab * 2)
+
+
 def kv_plan(cfg: Dict, weights: float, session_len: int, max_batch_size: int, tp: int, cache_max_entry_count: float,
-            quant_policy: int, gpu_memory: float) -> Dict[str, float]:
-    """Per-GPU KV need and budget (bytes) for one engine configuration."""
+            quant_policy: int, gpu_memory: float, reserve: float = 0.0) -> Dict[str, float]:
+    """Per-GPU KV need and budget (bytes) for one engine configuration (``reserve``: the engine's own buffers)."""
     need = kv_bytes_per_token(cfg, quant_policy) * session_len * max_batch_size / tp
-    budget = cache_max_entry_count * max(gpu_memory - weights / tp, 0.0)
+    budget = cache_max_entry_count * max(gpu_memory - weights / tp - reserve, 0.0)
     return {'need': need, 'budget': budget, 'fits': need <= budget}
 
 
 def kv_preflight(path: str, session_len: int, max_batch_size: int = 1, tp: int = 1,
               cache_max_entry_count: float = 0.8, quant_policy: int = 0, gpu_memory: Optional[float] = None,
-              cfg: Optional[Dict] = None) -> Dict:
+              cfg: Optional[Dict] = None, reserve: float = 0.0) -> Dict:
     """Raise :class:`PreflightError` (with a configuration that would fit) when the KV cache cannot fit."""
     cfg = cfg or read_model_config(path)
     if gpu_memory is None:
@@ -108,9 +129,11 @@ def kv_preflight(path: str, session_len: int, max_batch_size: int = 1, tp: int =
             raise PreflightError('no GPU visible for the KV-cache preflight (set gpu_memory_gib to plan for one)')
         gpu_memory = float(torch.cuda.get_device_properties(0).total_memory)
     weights = weight_bytes(path, cfg)
-    plan = kv_plan(cfg, weights, session_len, max_batch_size, tp, cache_max_entry_count, quant_policy, gpu_memory)
+    plan = kv_plan(cfg, weights, session_len, max_batch_size, tp, cache_max_entry_count, quant_policy, gpu_memory,
+                   reserve)
     gib = 1024 ** 3
     report = {'kv_bytes_per_token': kv_bytes_per_token(cfg, quant_policy), 'weights_gib': weights / gib,
+              'engine_reserve_gib_per_gpu': reserve / gib,
               'kv_need_gib_per_gpu': plan['need'] / gib, 'kv_budget_gib_per_gpu': plan['budget'] / gib,
               'gpu_memory_gib': gpu_memory / gib, 'tp': tp}
     if plan['fits']:
@@ -123,7 +146,8 @@ def kv_preflight(path: str, session_len: int, max_batch_size: int = 1, tp: int =
         for t in (1, 2, 4, 8, 16):
             if t < tp and q == quant_policy:
                 continue
-            if kv_plan(cfg, weights, session_len, max_batch_size, t, cache_max_entry_count, q, gpu_memory)['fits']:
+            if kv_plan(cfg, weights, session_len, max_batch_size, t, cache_max_entry_count, q, gpu_memory,
+                       reserve)['fits']:
                 options.append(f'tp={t}' + ('' if q == quant_policy else f' with quant_policy={q} (KV int{q})')
                                + (' (more GPUs than KV heads: LMDeploy replicates KV heads)' if t > kv_heads else ''))
                 break
@@ -132,16 +156,53 @@ def kv_preflight(path: str, session_len: int, max_batch_size: int = 1, tp: int =
         f'{path}: the KV cache for session_len={session_len} x max_batch_size={max_batch_size} needs '
         f'{plan["need"] / gib:.1f} GiB per GPU at tp={tp}, but LMDeploy would give it {plan["budget"] / gib:.1f} GiB '
         f'(cache_max_entry_count={cache_max_entry_count} of {gpu_memory / gib:.0f} GiB minus '
-        f'{weights / tp / gib:.1f} GiB of weights per GPU). Would fit: {hint}.')
+        f'{weights / tp / gib:.1f} GiB of weights' + (f' and {reserve / gib:.1f} GiB of engine buffers' if reserve else '')
+        + f' per GPU). Would fit: {hint}.')
 
 
-def engine_config_class(backend: str):
+BACKENDS = ('auto', 'turbomind', 'pytorch')
+
+
+def _lmdeploy():
     try:
         import lmdeploy
     except ImportError as e:
         raise LMDeployConfigError(
             'LMDeploy is not installed on this machine: install it where inference runs (a GPU machine) with '
             "pip install -e '.[lmdeploy]' (or pip install 'opencompass-longctx[lmdeploy]')") from e
+    return lmdeploy
+
+
+def architecture(cfg: Dict) -> Optional[str]:
+    """``architectures[0]`` of a config.json (else the class its ``auto_map`` names), as LMDeploy reads it."""
+    if cfg.get('architectures'):
+        return cfg['architectures'][0]
+    auto = (cfg.get('auto_map') or {}).get('AutoModelForCausalLM')
+    return auto.split('.')[-1] if auto else None
+
+
+def choose_backend(cfg: Dict, requested: str = 'auto') -> Tuple[str, str]:
+    """(backend, why) for a config.json: ``'auto'`` picks TurboMind when the architecture is in LMDeploy's own
+    ``SUPPORTED_ARCHS`` (lmdeploy/turbomind/supported_models.py), else the PyTorch engine, as LMDeploy itself
+    falls back (lmdeploy/archs.py:37-38); a forced ``'turbomind'`` for another architecture is an error."""
+    if requested not in BACKENDS:
+        raise LMDeployConfigError(f'backend must be one of {BACKENDS}, got {requested!r}')
+    arch = architecture(cfg)
+    if requested == 'pytorch':
+        return 'pytorch', f'{arch}: the PyTorch engine, as the model config asks (backend=\'pytorch\')'
+    lmdeploy = _lmdeploy()
+    from lmdeploy.turbomind.supported_models import SUPPORTED_ARCHS
+    where = f'TurboMind\'s SUPPORTED_ARCHS (LMDeploy {lmdeploy.__version__})'
+    if arch in SUPPORTED_ARCHS:
+        return 'turbomind', f'{arch} is in {where}'
+    if requested == 'turbomind':
+        raise LMDeployConfigError(f"backend='turbomind' but {arch} is not in {where}: LMDeploy would serve it with "
+                                  "the PyTorch engine; set backend='pytorch' (or 'auto') in the model row")
+    return 'pytorch', f'{arch} is not in {where}: the PyTorch engine'
+
+
+def engine_config_class(backend: str):
+    lmdeploy = _lmdeploy()
     if backend == 'turbomind':
         return lmdeploy.TurbomindEngineConfig
     if backend == 'pytorch':
@@ -156,6 +217,12 @@ def validate_engine_config(engine_config: Dict, backend: str = 'turbomind', max_
     cls = engine_config_class(backend)
     fields = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(engine_config) - fields)
+    if backend == 'turbomind' and engine_config.get('rope_scaling_factor'):
+        raise LMDeployConfigError(
+            'rope_scaling_factor is a TurbomindEngineConfig field that TurboMind 0.18 never reads '
+            '(lmdeploy/turbomind/turbomind.py _from_hf): it would be ignored. Give the scaling as '
+            "hf_overrides=dict(rope_scaling=dict(rope_type='dynamic', factor=...)) (or rely on the scaling in the "
+            "model's config.json), in the row's long_context when only long engines need it")
     if unknown:
         hint = (" (the PyTorch engine has no rope_scaling_factor: use hf_overrides={'rope_scaling': {...}})"
                 if 'rope_scaling_factor' in unknown and backend == 'pytorch' else '')
@@ -180,29 +247,52 @@ def _visible_gpus() -> Optional[int]:
 class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
     """``TurboMindModelwithChatTemplate`` that validates and preflights before loading (see module doc).
 
-    Extra arguments: ``preflight`` (default True), ``gpu_memory_gib`` (plan for a GPU of that size instead of
-    asking torch), ``continue_final_message`` (default True: a prompt whose last ``BOT`` turn has text, such as
-    LongBioBench's answer prefix, is rendered as a continuation of that message, see
+    Extra arguments: ``backend`` (``'auto'``, the default: chosen from config.json, see :func:`choose_backend`),
+    ``trust_remote_code`` (passed to LMDeploy's pipeline: True for models whose tokenizer or config is code in
+    their directory), ``native_window``, ``long_context``, ``rope`` and ``caveats`` (the row's long-context recipe,
+    :mod:`opencompass_longctx.models.recipe`: ``long_context``'s engine keys apply only when ``session_len``
+    exceeds ``native_window``), ``preflight`` (default True), ``gpu_memory_gib`` (plan for a GPU of that size
+    instead of asking torch), ``continue_final_message`` (default True: a prompt whose last ``BOT`` turn has
+    text, such as LongBioBench's answer prefix, is rendered as a continuation of that message, see
     :mod:`opencompass_longctx.models.prefill`; False drops the prefix as OpenCompass does).
     """
 
-    def __init__(self, path: str, engine_config: Optional[Dict] = None, backend: str = 'turbomind',
+    def __init__(self, path: str, engine_config: Optional[Dict] = None, backend: str = 'auto',
                  max_seq_len: Optional[int] = None, tokenizer_only: bool = False, preflight: bool = True,
-                 gpu_memory_gib: Optional[float] = None, continue_final_message: bool = True, **kwargs):
+                 gpu_memory_gib: Optional[float] = None, continue_final_message: bool = True,
+                 trust_remote_code: bool = False, native_window: Optional[int] = None,
+                 long_context: Optional[Dict] = None, rope: Optional[Dict] = None, caveats=None, **kwargs):
         engine_config = dict(engine_config or {})
         if max_seq_len and 'session_len' not in engine_config:
             engine_config['session_len'] = max_seq_len
-        validate_engine_config(engine_config, backend, max_seq_len,
-                               None if tokenizer_only else _visible_gpus())
+        recipe_cfg = dict(native_window=native_window, long_context=long_context, rope=rope, caveats=caveats)
+        engine_config = recipe.band_engine_config(recipe_cfg, engine_config)
         cfg = read_model_config(path)
+        self.backend, self.backend_reason = choose_backend(cfg, backend)
+        validate_engine_config(engine_config, self.backend, max_seq_len,
+                               None if tokenizer_only else _visible_gpus())
         if preflight and not tokenizer_only:
             kv_preflight(
                 path, engine_config['session_len'], engine_config.get('max_batch_size', 1),
                 engine_config.get('tp', 1), engine_config.get('cache_max_entry_count', 0.8),
                 engine_config.get('quant_policy', 0),
-                None if gpu_memory_gib is None else gpu_memory_gib * 1024 ** 3, cfg)
-        super().__init__(path=path, engine_config=engine_config, backend=backend, max_seq_len=max_seq_len,
+                None if gpu_memory_gib is None else gpu_memory_gib * 1024 ** 3, cfg,
+                engine_reserve_bytes(self.backend, cfg, engine_config))
+        self.trust_remote_code = bool(trust_remote_code)
+        self.rope = recipe.effective_rope(recipe_cfg, engine_config.get('session_len'))
+        super().__init__(path=path, engine_config=engine_config, backend=self.backend, max_seq_len=max_seq_len,
                          tokenizer_only=tokenizer_only, **kwargs)
+        if not tokenizer_only:  # LMDeploy's error responses become markers, never empty answers that are scored
+            self.pipe = responses.ResponsePipe(self.pipe, self)
         self.continue_final_message = bool(continue_final_message)
         if self.continue_final_message:
             prefill.enable(self)
+
+    def _build_pipe(self, model_path, backend, engine_config):
+        """OpenCompass's ``_build_pipe`` (turbomind_with_tf_above_v4_33.py:208-221) with the keys validated rather
+        than filtered, and ``trust_remote_code`` passed on (LMDeploy's default is False, lmdeploy/api.py:20)."""
+        import lmdeploy
+        backend_config = engine_config_class(backend)(**engine_config)
+        return lmdeploy.pipeline(model_path, backend_config=backend_config, trust_remote_code=self.trust_remote_code,
+                                 log_level=os.getenv('LMDEPLOY_LOG_LEVEL', 'WARNING'),
+                                 max_log_len=os.getenv('LMDEPLOY_MAX_LOG_LEN', 10))

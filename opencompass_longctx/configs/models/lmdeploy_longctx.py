@@ -1,9 +1,11 @@
-# LMDeploy (TurboMind) configs for the long-context leaderboard models, one per row of
+# LMDeploy configs for the long-context leaderboard models (TurboMind or PyTorch engine: the row's backend), one per row of
 # opencompass_longctx/configs/lmdeploy_models.py. Models are read from $LONGCTX_MODEL_ROOT/<name> (local
 # Hugging Face directories; the KV preflight reads their config.json before any weight is loaded).
 # session_len = the largest tier in the model's tokens (+5% for tokenizer differences) + template margin +
 # the longest generation, capped at the model's window: the most the model is ever given. With LongCtxPartitioner
 # each tier band gets an engine sized for that band instead (session_len, max_batch_size), within this cap.
+# The row's long-context recipe (native_window, rope, long_context, caveats) and trust_remote_code travel with
+# the model config: LongCtxTurboMindModel applies long_context only to engines longer than native_window.
 # tp == run_cfg.num_gpus. `opencompass --models lmdeploy_longctx ...` takes `models` (all the table's models).
 import os
 
@@ -26,8 +28,14 @@ lmdeploy_longctx_models = [
         abbr=m['abbr'],
         path=os.path.join(MODEL_ROOT, m['hf_id'].split('/')[1]),
         meta_template=LONGCTX_META_TEMPLATE,
+        backend=m.get('backend', 'auto'),
+        trust_remote_code=m.get('trust_remote_code', False),
         engine_config=dict(m['engine'], session_len=session_len, max_batch_size=m['max_batch_size'], tp=m['tp'],
                            cache_max_entry_count=m['cache_max_entry_count']),
+        native_window=m['native_window'],
+        rope=m['rope'],
+        long_context=m.get('long_context'),
+        caveats=m.get('caveats', []),
         gen_config=dict(do_sample=False),
         max_seq_len=session_len,
         max_out_len=MAX_OUT_LEN,
