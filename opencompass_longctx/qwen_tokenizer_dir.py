@@ -15,7 +15,8 @@ import os
 import sys
 from typing import Dict, List, Tuple
 
-from .tokenization import QWEN2_ADDED_TOKENS, QWEN2_PATTERN, QWEN_VOCAB, _bytes_decoder, qwen_vocab_file, read_ranks
+from .tokenization import QWEN2_ADDED_TOKENS, QWEN2_PATTERN, QWEN_VOCAB, qwen_vocab_file, read_ranks
+from .tokenizer_twin import _bytes_decoder
 
 QWEN25_CHAT_TEMPLATE = (
     "{%- if tools %}\n"

@@ -39,7 +39,6 @@ with replacement from a 10,000-person pool excluding the needles (the authors' r
 repeats a person.
 """
 import bisect
-import hashlib
 import itertools
 import json
 import random
@@ -50,16 +49,14 @@ from .. import __version__, parallel
 from ..configs.tier_table import STANDARD_TIERS
 from ..tiers import parse_tier
 from ..tokenization import QWEN2_TOKENIZER
-from .people import (PersonStream, bio_text, cite_body, draw_people, redraw_birthdate, render_sentences,
-                     standard_bio_format, template_set)
-from .pools import ATTRIBUTES, load_pools
-from .tasks import (CONTEXT_HEAD, MATH_TASKS, LongBioConfigError, Prompt, build_prompt, check_mode,
-                    check_shots, make_group, resolve_cell)
+from .counting import Counter
+from .pools import load_pools
+from .sample import Sample, Unit, bio_label
+from .tasks import CONTEXT_HEAD, LongBioConfigError, Prompt, check_mode, check_shots, resolve_cell
 
 GENERATOR_VERSION = 1
 TIER_UNIT = 1024
 DEFAULT_TOKENIZER = QWEN2_TOKENIZER   # the authors' data tokenizer (Qwen2.5's vocabulary), offline
-POOL_SIZE = 10_000        # compat: the authors' per-run seed pool of distinct people
 LOOKAHEAD = 128           # candidate bios examined when the greedy fill ends more than 1% below budget
 MAX_EXCHANGE = 4          # at most this many trailing greedy bios are exchanged for better-fitting ones
 FILL_TOLERANCE = 0.01
@@ -71,19 +68,6 @@ IDK_COMPAT_SHORTFALL = 100
 
 class TierTooSmallError(LongBioConfigError):
     """The needles and prompt alone do not fit the tier."""
-
-
-def _family(task: str) -> str:
-    return 'standard' if task in ('standard', 'multi_standard', 'citation', 'idk') else task
-
-
-def _style(task: str) -> str:
-    return {'paraphrase': 'paraphrase', 'pronoun': 'first_person'}.get(task, 'standard')
-
-
-def sample_seed(base_seed: int, task: str, n: int, index: int) -> int:
-    h = hashlib.sha256(f'longbio|{base_seed}|{_family(task)}|{n}|{index}'.encode()).digest()
-    return int.from_bytes(h[:8], 'big') >> 1
 
 
 def _check_unit_interval(name: str, value) -> float:
@@ -161,230 +145,6 @@ def make_spec(tier, cell=None, task=None, n=None, mode='compat', shots=None, see
                 verify=verify)
 
 
-# ------------------------------------------------------------------------------------------------ counting
-class Counter:
-    """Token counts of prompt pieces.
-
-    ``__call__`` encodes a piece (memoised per text). ``bio`` counts a bio piece (' ' + bio without its
-    trailing space) as the sum of the memoised counts of its words (' ' + word): exact for tokenizers whose
-    pre-tokenizer never joins a space to the preceding word (regex BPE: tiktoken, GPT-2/Qwen/Llama-3-style
-    byte-level BPE). ``word_additive`` is established per tokenizer by a self-test on rendered bios of every
-    style; tokenizers that fail it have every bio encoded whole."""
-
-    def __init__(self, tokenizer):
-        self.tokenizer, self.count_text, self.memo = tokenizer, tokenizer.count, {}
-        self.word_additive = _word_additive(tokenizer)
-        self.words = _pool_word_counts(tokenizer) if self.word_additive else {}
-
-    def __call__(self, text: str) -> int:
-        c = self.memo.get(text)
-        if c is None:
-            c = self.memo[text] = self.count_text(text)
-        return c
-
-    def bio(self, text: str) -> int:
-        """Tokens of ' ' + text[:-1] for a bio text ending with a space."""
-        if not self.word_additive:
-            return self(' ' + text[:-1])
-        words = text[:-1].split(' ')
-        memo = self.words
-        try:
-            return sum(map(memo.__getitem__, words))
-        except KeyError:
-            for w in words:
-                if w not in memo:
-                    memo[w] = self._word(w)
-            return sum(map(memo.__getitem__, words))
-
-    def _word(self, w: str) -> int:
-        """' ' + w; a final period or comma after a letter or digit is its own pre-token (checked by the
-        self-test), so 'Tokyo.' costs ' Tokyo' + '.'."""
-        if len(w) > 1 and w[-1] in '.,' and w[-2].isalnum():
-            base = self.words.get(w[:-1])
-            if base is None:
-                base = self.words[w[:-1]] = self.count_text(' ' + w[:-1])
-            return base + self(w[-1])
-        return self.count_text(' ' + w)
-
-
-_ADDITIVE: Dict[str, bool] = {}
-_POOL_WORDS: Dict[str, Dict[str, int]] = {}
-
-
-def _pool_word_counts(tokenizer) -> Dict[str, int]:
-    """Counts of ' ' + word for every word of the pools and templates, once per process and tokenizer
-    (about 40k short encodes): a bio's count is then a sum of dictionary look-ups. The dict is shared by
-    the generators of this process and grows with the words of rendered bios (names with a period...)."""
-    key = tokenizer.fingerprint
-    if key not in _POOL_WORDS:
-        pools = load_pools()
-        words = set()
-        for vals in pools.values.values():
-            for v in vals:
-                words.update(v.split(' '))
-        for t in pools.standard.values():
-            words.update(t.split(' '))
-        for rows in pools.paraphrase.values():
-            for row in rows:
-                for t in row:
-                    words.update(t.split(' '))
-        count = tokenizer.count
-        _POOL_WORDS[key] = {w: count(' ' + w) for w in sorted(words) if w}
-    return _POOL_WORDS[key]
-
-
-def _word_additive(tokenizer) -> bool:
-    """Self-test: does ``Counter.bio`` (a sum of word counts) equal the count of the whole bio piece, on
-    rendered bios of every style (standard, paraphrase, first person; ages; citation bodies)?"""
-    key = tokenizer.fingerprint
-    if key not in _ADDITIVE:
-        probe = Counter.__new__(Counter)
-        probe.tokenizer, probe.count_text, probe.memo, probe.words, probe.word_additive = (
-            tokenizer, tokenizer.count, {}, {}, True)
-        pools = load_pools()
-        stream = PersonStream('word-additivity-probe', pools)
-        rng = random.Random('word-additivity-probe')
-        ok = True
-        for i in range(300):
-            p = stream[i]
-            style = ('standard', 'paraphrase', 'first_person')[i % 3]
-            tset = template_set(style, ('compat', 'strict')[(i // 3) % 2])
-            attrs = tuple('age' if (a == 'birthdate' and i % 5 == 0) else a for a in ATTRIBUTES)
-            choices = None if style == 'standard' else [rng.randrange(len(tset.paraphrase[a])) if a != 'age' else 0
-                                                        for a in attrs]
-            sent = render_sentences(p, attrs, tset, choices)
-            text = cite_body(p, sent) if i % 7 == 0 else bio_text(p, sent, tset.first_person)
-            if probe.bio(text) != tokenizer.count(' ' + text[:-1]):
-                ok = False
-                break
-        _ADDITIVE[key] = ok
-    return _ADDITIVE[key]
-
-
-@dataclass
-class Unit:
-    """One bio in the context: its text (ending with a space) and the tokens of ' ' + text[:-1]."""
-    text: str
-    tokens: int
-    name: str
-    age: Optional[int]          # the age the bio states (math tasks), else None
-    needle: Optional[Tuple[int, int]] = None   # (group, index in group) for needles
-
-
-def _label(i: int) -> str:
-    return f'\nBio [{i}]: '
-
-
-class _Sample:
-    """Builds one sample of a Spec."""
-
-    def __init__(self, spec: Spec, index: int, counter: Counter):
-        self.spec, self.index, self.count = spec, index, counter
-        self.pools = load_pools()
-        self.seed = sample_seed(spec.seed, spec.task, spec.n, index)
-        self.cite = spec.task == 'citation'
-        self.math = spec.task in MATH_TASKS
-        self.attrs = tuple('age' if (a == 'birthdate' and self.math) else a for a in ATTRIBUTES)
-        self.style = _style(spec.task)
-        self.tset = template_set(self.style, spec.mode)
-        self.para_lens = ([len(self.tset.paraphrase[a]) if a != 'age' else 1 for a in self.attrs]
-                          if self.style != 'standard' else None)
-
-    # ----------------------------------------------------------------------------------------- needles
-    def needles(self):
-        spec, rng = self.spec, random.Random(f'{self.seed}:needles')
-        attr = 'age' if self.math else rng.choice(ATTRIBUTES)
-        self.attr = attr
-        people, names, ages = [], set(), set()
-        for _ in range(spec.groups):
-            group = []
-            for p in draw_people(rng, self.pools, spec.n):
-                while p.name in names:
-                    p = draw_people(rng, self.pools, 1)[0]
-                if self.math:
-                    while p.age in ages:
-                        p = redraw_birthdate(p, rng)
-                    ages.add(p.age)
-                names.add(p.name)
-                group.append(p)
-            people.append(group)
-        self.needle_names = names
-        self.groups = [make_group(spec.task, g, attr, self.tset.standard) for g in people]
-        # needle bios: template draws in group order
-        self.needle_sentences = []
-        for gi, g in enumerate(self.groups):
-            row = []
-            for k, p in enumerate(g.people):
-                choices = [rng.randrange(m) for m in self.para_lens] if self.para_lens else None
-                replace = {attr: g.chain[k]} if k in g.chain else None
-                row.append((p, choices, replace))
-            self.needle_sentences.append(row)
-
-    def needle_unit(self, gi: int, k: int, delete_answer: bool = False) -> Unit:
-        p, choices, replace = self.needle_sentences[gi][k]
-        sent = render_sentences(p, self.attrs, self.tset, choices, omit=self.attr if delete_answer else None,
-                                replace=replace)
-        return self._unit(p, sent, needle=(gi, k))
-
-    def _unit(self, p, sentences, needle=None) -> Unit:
-        text = cite_body(p, sentences) if self.cite else bio_text(p, sentences, self.tset.first_person)
-        age = p.age if (self.math and any(x.startswith(f'The age of {p.name} is') for x in sentences)) else None
-        return Unit(text, self.count.bio(text), p.name, age, needle)
-
-    # ---------------------------------------------------------------------------------------- haystack
-    def haystack_stream(self) -> Iterator[Unit]:
-        spec = self.spec
-        key = f'{self.seed}:haystack:{spec.tier_tokens}:{spec.reserve_tokens}:{spec.density}:{spec.mode}'
-        rng = random.Random(key)
-        stream = PersonStream(f'{self.seed}:haystack-people', self.pools)
-        excluded, seen = set(self.needle_names), {}
-        rendered = {}   # standard style: a repeated person renders identically (unless density drops a line)
-        count_bio, attrs, cite, math, attr = self.count.bio, self.attrs, self.cite, self.math, self.attr
-        rnd, para_lens = rng.random, self.para_lens
-        k = 0
-        while True:
-            if spec.mode == 'compat':   # with replacement from a pool of 10k distinct people
-                while True:
-                    j = int(rnd() * POOL_SIZE)
-                    p = stream[j]
-                    if p.name in excluded or seen.setdefault(p.name, j) != j:
-                        continue
-                    break
-            else:                       # strict: every haystack person once
-                while True:
-                    p = stream[k]
-                    k += 1
-                    if p.name not in excluded:
-                        excluded.add(p.name)
-                        break
-            choices = [int(rnd() * m) for m in para_lens] if para_lens else None
-            omit = attr if spec.density < 1.0 and rnd() >= spec.density else None
-            age = p.age if (math and omit != 'age') else None
-            if choices is None:
-                rk = (p.name, omit)
-                u = rendered.get(rk)
-                if u is None:
-                    text = standard_bio_format(attrs, omit, cite).format(*p)
-                    u = rendered[rk] = Unit(text, count_bio(text), p.name, age)
-                yield u
-            else:
-                text = bio_text(p, render_sentences(p, attrs, self.tset, choices, omit=omit), self.tset.first_person)
-                yield Unit(text, count_bio(text), p.name, age)
-
-    # ------------------------------------------------------------------------------------------ prompts
-    def prompt(self, task: str, shots: int, cites: Optional[List[List[int]]] = None) -> Prompt:
-        demos = self.groups[1:1 + shots]
-        return build_prompt(task, self.spec.n, self.spec.mode, self.groups[0], demos,
-                            demo_cites=(cites or [])[1:1 + shots])
-
-    def fixed_tokens(self, prompt: Prompt) -> int:
-        return (self.count(prompt.system) + self.count(prompt.prefix) + self.count(CONTEXT_HEAD[:-1])
-                + self.count(' ' + prompt.tail))
-
-    def label_tokens(self, i: int) -> int:
-        return self.count(' ' + _label(i)[:-1]) if self.cite else 0
-
-
 def _subset_sum(costs: Sequence[int], lo: int, hi: int) -> Optional[List[int]]:
     """Indices (ascending) of a subset of ``costs`` with the largest sum in [lo, hi], or None.
 
@@ -424,7 +184,7 @@ class Generator:
         self.params_json = json.dumps(spec.public(), sort_keys=True)
 
     # The prompt that the fill is computed for, and the extra rows derived from the same context.
-    def _plan(self, s: _Sample):
+    def _plan(self, s: Sample):
         spec = self.spec
         if spec.task == 'idk':
             if spec.mode == 'compat':   # the answer half is the standard cell's own 2-shot prompt
@@ -432,7 +192,7 @@ class Generator:
             return ('idk', 0)
         return (spec.task, spec.shots)
 
-    def _budgeter(self, s: _Sample, needles: List[Unit], task: str, shots: int):
+    def _budgeter(self, s: Sample, needles: List[Unit], task: str, shots: int):
         """total(hay_tokens, n_units): prompt tokens of a context of n_units bios (needles + haystack bios
         holding hay_tokens). Citation numbers in the demos are counted at the widest width they can have
         (all nines: an upper bound for digit-chunking tokenizers); the exact count is taken after placement."""
@@ -457,7 +217,7 @@ class Generator:
 
     def needed_tokens(self, index: int) -> int:
         """Prompt tokens of sample ``index`` with no haystack (the least any tier must hold)."""
-        s = _Sample(self.spec, index, self.count)
+        s = Sample(self.spec, index, self.count)
         s.needles()
         task, shots = self._plan(s)
         needles = [s.needle_unit(g, k) for g in range(self.spec.groups) for k in range(self.spec.n)]
@@ -474,7 +234,7 @@ class Generator:
 
     def rows(self, index: int) -> List[Dict]:
         spec = self.spec
-        s = _Sample(spec, index, self.count)
+        s = Sample(spec, index, self.count)
         s.needles()
         task, shots = self._plan(s)
         needles = [s.needle_unit(g, k) for g in range(spec.groups) for k in range(spec.n)]
@@ -497,7 +257,7 @@ class Generator:
             hay = hay[:-1]   # over budget (citation numbers or a non-additive tokenizer): drop a bio, rebuild
 
     # ------------------------------------------------------------------------------------------- fill
-    def _fill(self, s: _Sample, needles: List[Unit], total, shift: int = 0) -> List[Unit]:
+    def _fill(self, s: Sample, needles: List[Unit], total, shift: int = 0) -> List[Unit]:
         spec = self.spec
         N = len(needles)
         stream = s.haystack_stream()
@@ -553,7 +313,7 @@ class Generator:
         return best[1]   # the fullest prompt found (within the 1% window unless no exchange lands there)
 
     # ---------------------------------------------------------------------------------------- placement
-    def _place(self, s: _Sample, needles: List[Unit], hay: List[Unit]) -> List[Unit]:
+    def _place(self, s: Sample, needles: List[Unit], hay: List[Unit]) -> List[Unit]:
         spec = self.spec
         N = len(needles)
         key = f'{s.seed}:placement:{spec.tier_tokens}:{spec.reserve_tokens}:{spec.density}:{spec.depth}'
@@ -587,7 +347,7 @@ class Generator:
         return out
 
     # ----------------------------------------------------------------------------------------- assembly
-    def _assemble(self, s: _Sample, needles: List[Unit], hay: List[Unit], task: str, shots: int) -> List[Dict]:
+    def _assemble(self, s: Sample, needles: List[Unit], hay: List[Unit], task: str, shots: int) -> List[Dict]:
         spec = self.spec
         units = self._place(s, needles, hay)
         cites = self._cites(units)
@@ -623,10 +383,10 @@ class Generator:
         rows.append(self._row(base, s, 'main', units, prompt, label, answer))
         return rows
 
-    def _label(self, s: _Sample, kind: str) -> Dict:
+    def _label(self, s: Sample, kind: str) -> Dict:
         return {'kind': kind, 'items': list(s.groups[0].answer)}
 
-    def _main_label(self, s: _Sample, units: List[Unit], cites) -> Tuple[Dict, str]:
+    def _main_label(self, s: Sample, units: List[Unit], cites) -> Tuple[Dict, str]:
         g, task = s.groups[0], self.spec.task
         if task in ('standard', 'multi_standard', 'paraphrase', 'pronoun'):
             return {'kind': 'list', 'items': list(g.answer)}, '; '.join(g.answer)
@@ -656,10 +416,10 @@ class Generator:
                     '; '.join(f'{a} {k}' for a, k in zip(g.answer, c)))
         raise LongBioConfigError(task)
 
-    def _row(self, base: Dict, s: _Sample, kind: str, units: List[Unit], prompt: Prompt, label: Dict,
+    def _row(self, base: Dict, s: Sample, kind: str, units: List[Unit], prompt: Prompt, label: Dict,
              answer: str) -> Dict:
         if self.spec.task == 'citation':
-            ctx = ''.join(_label(i) + u.text for i, u in enumerate(units))
+            ctx = ''.join(bio_label(i) + u.text for i, u in enumerate(units))
         else:
             ctx = ''.join(u.text for u in units)
         user = CONTEXT_HEAD + ctx + prompt.tail
