@@ -129,13 +129,14 @@ def write(out_dir: str, tiers=('0k', '1k', '2k'), tasks=tuple(f'qa{i}' for i in 
     from ..babilong.data import file_name
     from ..babilong.generator import Generator
     from ..babilong.generator import write as generate
+    from ..tiers import parse_tier
     inputs = os.path.join(out_dir, 'inputs')
     babi, books = os.path.join(inputs, 'babi'), os.path.join(inputs, 'books')
     write_babi(babi, tasks=tasks, stories=max(20, samples), seed=seed)
     if not os.path.isdir(books):
         write_books(books, books=3, sentences=6000, seed=seed)
     generate(Generator(babi, books, seed=seed), out_dir, tiers, tasks, samples, progress=False)
-    return [os.path.join(out_dir, 'data', t, file_name(tier)) for t in tasks for tier in tiers]
+    return [os.path.join(out_dir, 'data', t, file_name(parse_tier(tier))) for t in tasks for tier in tiers]
 
 
 def main(argv=None):

@@ -14,6 +14,7 @@ from ..babilong import data as bdata
 from ..babilong.dataset import BabilongDataset
 from ..nolima.dataset import NoLiMaDataset
 from ..nolima.needles import VARIANT_FILES, NoLiMaError
+from ..tiers import parse_tier
 from . import babilong_data, nolima_data
 
 
@@ -25,7 +26,7 @@ def _needs_path(path, what, error):
 def prepare_babilong(path: str, task: str = 'qa1', tier='0k', num_samples=None) -> str:
     """The stand-in BABILong file of (task, tier) under ``path``, written when missing (at least 5 samples)."""
     _needs_path(path, 'DemoBabilongDataset', bdata.BabilongDataError)
-    if not os.path.isfile(os.path.join(path, 'data', task, bdata.file_name(tier))):
+    if not os.path.isfile(os.path.join(path, 'data', task, bdata.file_name(parse_tier(tier)))):
         babilong_data.write(path, tiers=[tier], tasks=[task], samples=max(num_samples or 5, 5))
     return path
 
