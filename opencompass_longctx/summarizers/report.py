@@ -43,6 +43,7 @@ class RowResult:
     effective: Dict[str, Dict[str, Optional[str]]] = field(default_factory=dict)
     published_name: Optional[str] = None
     published: Dict[str, float] = field(default_factory=dict)
+    datasets: Dict[str, Dict[str, str]] = field(default_factory=dict)  # {tier: {task: the dataset abbr read}}
 
 
 def load_references(bench: str) -> Optional[dict]:
@@ -241,26 +242,26 @@ def rows_mean_cell(parts: Sequence[Cell], names: Sequence[str]) -> Cell:
                 cells_used=sum(c.cells_used for c in parts), cells_total=sum(c.cells_total for c in parts))
 
 
-def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
-          ruler_threshold: float = RULER_THRESHOLD, nolima_ratio: float = NOLIMA_RATIO,
-          model_aliases: Optional[Dict[str, Dict[str, str]]] = None,
-          expected: Optional[Sequence[Tuple[str, str]]] = None, results: Optional[Results] = None) -> dict:
-    """The report as plain data: {'tiers', 'rows': [RowResult...], 'notes', 'failures', ...}.
+INCOMPARABLE = '‡'
 
-    ``expected``: the (model abbr, dataset abbr) pairs the run was meant to produce (all datasets of the run,
-    not only the table's); each one without a usable result is listed in 'failures' with the reason read from
-    the run's task logs. None: no failure detection. ``results``: a reader shared with the caller (each result
-    file is read once).
-    """
+
+def row_task_names(bench: Bench, row) -> Tuple[str, ...]:
+    """The datasets' task names a row is made of (a mean of other rows: theirs)."""
+    if row.of_rows:
+        rows = {r.name: r for r in bench.rows}
+        return tuple(t for name in row.of_rows for t in row_task_names(bench, rows[name]))
+    return tuple(row.tasks)
+
+
+def checked_reader(results: Results, abbrs: Sequence[str]):
+    """``result(model, abbr)``: the parsed result, or an ``{'error': ...}`` entry when it is one of the table's own
+    and cannot make a cell (``table_problem``); each file checked once."""
     found = classify(abbrs, all_abbrs=True)
     bench_of = {a: bench_by_name(b) for b, by_tier in found.items() for t in by_tier.values() for c in t.values()
                 for a in c}
-    aliases = load_aliases(model_aliases)
-    results = results or Results(work_dir)
-
     checked: Dict[Tuple[str, str], Optional[dict]] = {}
 
-    def result(model: str, abbr: str) -> Optional[dict]:  # parsed, and fit for the table when it is one of its own
+    def result(model: str, abbr: str) -> Optional[dict]:
         if (model, abbr) not in checked:
             res = results.get(model, abbr)
             if res is not None and 'error' not in res and abbr in bench_of:
@@ -269,10 +270,33 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
                     res = {'error': f'unusable result file {results.path(model, abbr)}: {problem}', 'unreadable': True}
             checked[model, abbr] = res
         return checked[model, abbr]
+    return result
 
-    failures = find_failures(work_dir, expected, result) if expected is not None else []
+
+def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
+          ruler_threshold: float = RULER_THRESHOLD, nolima_ratio: float = NOLIMA_RATIO,
+          model_aliases: Optional[Dict[str, Dict[str, str]]] = None,
+          expected: Optional[Sequence[Tuple[str, str]]] = None, results: Optional[Results] = None,
+          failures: Optional[List[Failure]] = None, marks: Optional[Dict[Tuple[str, str], str]] = None) -> dict:
+    """The report as plain data: {'tiers', 'rows': [RowResult...], 'notes', 'failures', ...}.
+
+    ``expected``: the (model abbr, dataset abbr) pairs the run was meant to produce (all datasets of the run,
+    not only the table's); each one without a usable result is listed in 'failures' with the reason read from
+    the run's task logs. None: no failure detection. ``results``: a reader shared with the caller (each result
+    file is read once). ``failures``: found by the caller (a merge of runs: each run's own logs) instead.
+    ``marks``: {(model, dataset abbr): why} of results whose numbers are not comparable with the other models'
+    (:mod:`.merge`): each cell that reads one is marked ``‡`` with a footnote.
+    """
+    found = classify(abbrs, all_abbrs=True)
+    aliases = load_aliases(model_aliases)
+    results = results or Results(work_dir)
+    result = checked_reader(results, abbrs)
+
+    if failures is None:
+        failures = find_failures(work_dir, expected, result) if expected is not None else []
     failed = {(f.model, f.dataset): f for f in failures}
     notes: List[str] = []
+    footnotes: Dict[str, None] = {}
     partial: Dict[str, None] = {}
     rows: List[RowResult] = []
     depth: Dict[str, Dict[str, Dict[str, List[List[int]]]]] = {}
@@ -314,10 +338,18 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
                             partial[f'{bench.name} {row.name} at {tier}: the mean of {c.cells_used} of its '
                                     f'{c.cells_total} cells (not run at this tier: {left})'] = None
                 done[row.name] = cells
+                row_tasks = row_task_names(bench, row)
+                for tier, c in cells.items():
+                    why = [marks[model.abbr, a] for a in (mine[tier].get(t) for t in row_tasks)
+                           if (model.abbr, a) in (marks or {})]
+                    if why and c.status == 'ok' and INCOMPARABLE not in c.marks:
+                        c.marks.append(INCOMPARABLE)
+                        footnotes.update(dict.fromkeys(why))
                 if all(c.status == 'missing' and c.reason.startswith('not run') for c in cells.values()):
                     continue  # the run has no dataset of this row at any tier
                 ok = [c.score for c in cells.values() if c.status == 'ok']
-                rr = RowResult(model.abbr, bench.name, row.name, cells,
+                rr = RowResult(model.abbr, bench.name, row.name, cells, datasets={
+                                   t: {k: a for k, a in mine[t].items() if k in row_tasks} for t in tiers},
                                mean=sum(ok) / len(ok) if ok else None,
                                mean_note='' if len(ok) == len([c for c in cells.values() if c.status != 'n/a'])
                                else 'over the tiers with results')
@@ -344,6 +376,7 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
             'ruler_threshold': ruler_threshold, 'nolima_ratio': nolima_ratio,
             'models_without_published_counterpart': unmatched,
             'failures': failures, 'partial': list(partial), 'depth': depth,
+            'footnotes': {INCOMPARABLE: list(footnotes)} if footnotes else {},
             'bench_tiers': {b: sort_tiers(by_tier) for b, by_tier in found.items()},
             'references': {b.name: (load_references(b.name) or {}).get('source') for b in BENCHMARKS
                            if b.name in found}}
@@ -411,6 +444,12 @@ def to_markdown(report: dict, with_ci: bool = True) -> str:
         foot += [f'- {f.line()}' for f in report['failures']]
     if report.get('partial'):
         foot += ['', 'Partial rows:'] + [f'- {x}' for x in report['partial']]
+    for mark, why in (report.get('footnotes') or {}).items():
+        foot += ['', f'{mark} Not comparable with the other models\' cells of its column (another data set or '
+                 'scoring: see the fingerprints in the JSON):'] + [f'- {x}' for x in why]
+    if report.get('runs'):
+        foot += ['', f'Runs merged ({len(report["runs"])}):'] + [f'- {r}' for r in report['runs']]
+        foot += [f'- {x}' for x in report.get('merge_notes', [])]
     foot += _legend(report)
     if counts:
         foot += ['', 'Samples per cell: ' + '; '.join(counts)]
@@ -428,7 +467,7 @@ def to_csv(report: dict) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(['model', 'benchmark', 'row', 'tier', 'score', 'ci95', 'n', 'status', 'reason', 'published',
-                'published_name', 'diff', 'cells_used', 'cells_total'])
+                'published_name', 'diff', 'cells_used', 'cells_total', 'marks'])
     for r in report['rows']:
         for t in report['tiers']:
             if t not in r.cells:
@@ -439,7 +478,7 @@ def to_csv(report: dict) -> str:
                         '' if c.ci95 is None else round(c.ci95, 4), c.n, c.status, c.reason,
                         '' if pub is None else pub, r.published_name or '',
                         '' if pub is None or c.score is None else round(c.score - pub, 4),
-                        c.cells_used or '', c.cells_total or ''])
+                        c.cells_used or '', c.cells_total or '', ' '.join(c.marks)])
     return buf.getvalue()
 
 

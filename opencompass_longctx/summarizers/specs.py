@@ -102,8 +102,12 @@ class Cell:
     tasks: Dict[str, float] = field(default_factory=dict)
     cells_used: int = 0         # a row's mean: over how many of the datasets it has (0: not a mean of datasets)
     cells_total: int = 0
+    marks: List[str] = field(default_factory=list)   # footnote marks (report['footnotes'] says what each means)
 
     def text(self, with_ci: bool = False) -> str:
+        return self._text(with_ci) + ''.join(f' {m}' for m in self.marks)
+
+    def _text(self, with_ci: bool) -> str:
         if self.status == 'n/a':
             return 'N/A'
         if self.status == 'failed':
