@@ -1,52 +1,104 @@
-"""Print the tier table and write its files and plots for any finished OpenCompass run.
+"""The tier table, the paired comparison of models and the leaderboard page, for finished OpenCompass runs.
 
-    python -m opencompass_longctx.report WORK_DIR [--ruler-threshold 85.6] [--no-plots] [--fail-on-missing]
+    longctx-report RUN_DIR [RUN_DIR ...] [-o OUT_DIR] [--compare A B] [--no-plots] [--no-html] [--screenshot]
+    python -m opencompass_longctx.report ...      (the same)
 
-WORK_DIR is a run directory (``outputs/x/20261129_153708``) or its parent (the newest run is used). Nothing
-is re-run: the table is built from the run's dumped config, its result files and its task logs (failed datasets
-are listed with their exception). With ``--fail-on-missing`` (or ``LONGCTX_FAIL_ON_MISSING=1``) the exit status
-is 1 when a dataset of the run failed or has no usable result.
+Each RUN_DIR is a run directory (``outputs/x/20261129_153708``) or its parent (the newest run is used). Several
+runs (other models, other days or clusters) are merged into one table (:mod:`.summarizers.merge`: the same model
+and dataset in two runs must have the same data and scoring; the newer is used). Nothing is re-run: the table is
+built from the runs' dumped configs, result files, predictions and task logs (failed datasets are listed with
+their exception). Written to OUT_DIR (default: the run's ``summary/`` for one run, ``outputs/longctx_leaderboard``
+for several): ``longctx_report.{md,csv,json}`` and plots (the tier table), ``longctx_compare.{md,csv,json}``
+(paired differences and the ranking, for two models or more: every pair, or ``--compare A B``) and
+``longctx_leaderboard.html`` (one self-contained page; ``--screenshot``: a PNG of it, with Debian's chromium).
+With ``--fail-on-missing`` (or ``LONGCTX_FAIL_ON_MISSING=1``) the exit status is 1 when a dataset failed or has no
+usable result; bad input (no run, no results, runs whose data differ, an unknown model) exits 2 with the reason.
 """
 import argparse
-import glob
+import itertools
 import os
 import sys
 
 from .summarizers.metrics import NOLIMA_RATIO, RULER_THRESHOLD
+from .summarizers.merge import ReportInputError, find_run  # noqa: F401 (find_run: part of this module's API)
+
+DEFAULT_MERGED_DIR = os.path.join('outputs', 'longctx_leaderboard')
 
 
-def find_run(work_dir: str) -> str:
-    if glob.glob(os.path.join(work_dir, 'configs', '*.py')):
-        return work_dir
-    runs = sorted(d for d in glob.glob(os.path.join(work_dir, '*')) if glob.glob(os.path.join(d, 'configs', '*.py')))
-    if not runs:
-        raise SystemExit(f'{work_dir}: no OpenCompass run found (expected <run>/configs/*.py)')
-    return runs[-1]
-
-
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('work_dir')
+def _args(argv):
+    ap = argparse.ArgumentParser(prog='longctx-report', description=__doc__.splitlines()[0])
+    ap.add_argument('work_dirs', nargs='+', metavar='RUN_DIR')
+    ap.add_argument('-o', '--output', help='output directory (default: <run>/summary for one run, '
+                    f'{DEFAULT_MERGED_DIR} for several)')
+    ap.add_argument('--compare', nargs=2, metavar=('A', 'B'), help='compare these two models only (A - B)')
+    ap.add_argument('--rank-by', choices=('ruler', 'nolima'), default='ruler',
+                    help='the effective length the ranking orders by (then the mean)')
     ap.add_argument('--ruler-threshold', type=float, default=RULER_THRESHOLD)
     ap.add_argument('--nolima-ratio', type=float, default=NOLIMA_RATIO)
     ap.add_argument('--no-plots', action='store_true')
+    ap.add_argument('--no-html', action='store_true')
+    ap.add_argument('--screenshot', action='store_true', help='also write longctx_leaderboard.png (needs chromium)')
     ap.add_argument('--fail-on-missing', action='store_true', default=None,
-                    help='exit with status 1 when a dataset of the run failed or has no usable result')
-    args = ap.parse_args(argv)
-    from mmengine.config import Config
+                    help='exit with status 1 when a dataset of the runs failed or has no usable result')
+    return ap.parse_args(argv)
 
-    from .summarizers.longctx import fail_on_missing_enabled, failure_exit, table_inputs
-    from .summarizers.report import build, to_markdown, write
-    run = find_run(args.work_dir)
-    cfg = Config.fromfile(sorted(glob.glob(os.path.join(run, 'configs', '*.py')))[-1])
-    models, abbrs, expected = table_inputs(cfg)
-    aliases = (cfg.get('summarizer') or {}).get('model_aliases')
-    report = build(run, models, abbrs, args.ruler_threshold, args.nolima_ratio, aliases, expected=expected)
-    paths = write(report, os.path.join(run, 'summary'), 'longctx_report', not args.no_plots)
+
+def _write(path: str, text: str) -> str:
+    with open(path, 'w', encoding='utf-8') as f:
+        f.write(text)
+    return path
+
+
+def run_report(args) -> dict:
+    from .summarizers import compare as cmp
+    from .summarizers.merge import build_merged, merge
+    from .summarizers.report import to_markdown, write
+    merged = merge(args.work_dirs)
+    report = build_merged(merged, args.ruler_threshold, args.nolima_ratio)
+    models = [m.abbr for m in merged.models]
+    if args.compare:
+        unknown = [m for m in args.compare if m not in models]
+        if unknown:
+            raise ReportInputError(f'--compare: unknown model {", ".join(map(repr, unknown))}; the runs have: '
+                                   f'{", ".join(models)}')
+        if args.compare[0] == args.compare[1]:
+            raise ReportInputError(f'--compare: give two different models (got {args.compare[0]!r} twice)')
+    if len(merged.runs) == 1 and not args.output:
+        out = os.path.join(merged.runs[0].path, 'summary')
+    else:
+        out = args.output or DEFAULT_MERGED_DIR
+    paths = write(report, out, 'longctx_report', not args.no_plots)
     print(to_markdown(report))
+    comparer = cmp.Comparer(report, merged.results, merged.marks)
+    pairs = [tuple(args.compare)] if args.compare else list(itertools.combinations(models, 2))
+    table, board = comparer.table(pairs), comparer.leaderboard(args.rank_by)
+    if pairs:
+        md = cmp.to_markdown(table, board, args.rank_by)
+        paths['compare'] = {'md': _write(os.path.join(out, 'longctx_compare.md'), md),
+                            'csv': _write(os.path.join(out, 'longctx_compare.csv'), cmp.to_csv(table)),
+                            'json': _write(os.path.join(out, 'longctx_compare.json'), cmp.to_json(table, board))}
+        print(md)
+    if not args.no_html:
+        from .summarizers import html
+        paths['html'] = _write(os.path.join(out, 'longctx_leaderboard.html'),
+                               html.page(report, table, board, paths.get('plots') or [], args.rank_by))
+        if args.screenshot:
+            paths['screenshot'] = html.screenshot(paths['html'], os.path.join(out, 'longctx_leaderboard.png'))
     print(f'written: {paths}')
+    return dict(report=report, paths=paths, table=table, board=board, merged=merged)
+
+
+def main(argv=None):
+    args = _args(argv)
+    from .summarizers.longctx import fail_on_missing_enabled, failure_exit
+    try:
+        done = run_report(args)
+    except ReportInputError as e:
+        print(f'longctx-report: error: {e}', file=sys.stderr)
+        return 2
+    report = done['report']
     if report['failures'] and fail_on_missing_enabled(args.fail_on_missing):
-        raise failure_exit(report['failures'], paths['md'])
+        raise failure_exit(report['failures'], done['paths']['md'])
     return 0
 
 

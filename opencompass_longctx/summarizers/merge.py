@@ -1,0 +1,346 @@
+"""One leaderboard from several OpenCompass work directories (different models, days or clusters).
+
+Each run is read from what it left: its config dump (``<run>/configs/*.py``: the models, the datasets and their
+scoring), its result files and its predictions. Every (model, dataset) result carries a fingerprint:
+
+* ``rows``: a hash of the rows the model was scored on, read from the predictions file in index order: each
+  sample's prompt (the text of its messages, without the model wrapper's rendering: a chat model records the
+  messages, a model without a meta template the same texts joined by newlines, so both hash alike) and its gold
+  answer. It is computed from what the model saw, so it does not depend on where the data lived, on the cache,
+  or on the package version, and any change of data, selection, order or prompt shows. (The cache key of a
+  dataset's build record would change with the package version and lives in the cache, not in the run.)
+* ``design``: the same over the gold answers only, for datasets copied per model tokenizer (abbr
+  ``<dataset>@<model>``: NoLiMa's haystack is cut in each model's tokenizer, so their prompts differ by design):
+  across models such copies must agree on the samples (needles, depths, order), not on the haystack text.
+* ``mode``: the dataset's ``eval_cfg`` from the config dump (the evaluator and its arguments, the evaluator's
+  defaults filled in, so ``mode='official'`` and no mode compare equal), hashed.
+
+Rules: the same (model, dataset) in two runs with different rows or mode is an error naming both runs; the same
+fingerprint twice takes the newer run (by the run's timestamp name, else the result file's time) and says so; a
+column (benchmark, task, tier) whose cells disagree across models (``rows`` for a shared dataset, ``design`` for
+per-model copies, and ``mode``) marks the cells that differ from the others' (or all, when no fingerprint is
+shared by two models): their numbers are not comparable.
+"""
+import glob
+import hashlib
+import json
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .failures import Failure, find_failures
+from .report import INCOMPARABLE, ModelInfo, Results, checked_reader  # noqa: F401 (INCOMPARABLE: the mark)
+from .specs import classify
+
+_STAMP = re.compile(r'^\d{8}_\d{6}$')
+
+
+class ReportInputError(Exception):
+    """Bad input to the report: it names the run(s) and what to do."""
+
+
+@dataclass
+class Fingerprint:
+    rows: Optional[str]          # None: no predictions file to read
+    design: Optional[str]
+    mode: str
+    mode_text: str
+    samples: int
+
+    def short(self) -> str:
+        return f'rows {self.rows or "?"}, {self.samples} samples, scoring {self.mode}'
+
+
+@dataclass
+class Run:
+    path: str
+    cfg: object
+    models: List[ModelInfo]
+    model_cfgs: Dict[str, dict]
+    abbrs: List[str]
+    expected: List[Tuple[str, str]]
+    datasets: Dict[str, dict]
+    results: Results = None
+    _fp: Dict[Tuple[str, str], Optional[Fingerprint]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(os.path.normpath(self.path))
+
+    def age_key(self, model: str, abbr: str):
+        stamp = self.name if _STAMP.match(self.name) else ''
+        path = self.results.path(model, abbr)
+        return stamp, os.path.getmtime(path) if os.path.exists(path) else 0.0
+
+    def fingerprint(self, model: str, abbr: str) -> Optional[Fingerprint]:
+        if (model, abbr) not in self._fp:
+            self._fp[model, abbr] = fingerprint(self, model, abbr)
+        return self._fp[model, abbr]
+
+
+def find_run(work_dir: str) -> str:
+    """The run directory: ``work_dir`` itself when it holds a config dump, else its newest run."""
+    if not os.path.isdir(work_dir):
+        raise ReportInputError(f'{work_dir}: no such directory (give an OpenCompass work directory, '
+                               'e.g. outputs/default/20261201_120000, or its parent)')
+    if glob.glob(os.path.join(work_dir, 'configs', '*.py')):
+        return work_dir
+    runs = sorted(d for d in glob.glob(os.path.join(work_dir, '*')) if glob.glob(os.path.join(d, 'configs', '*.py')))
+    if not runs:
+        raise ReportInputError(f'{work_dir}: no OpenCompass run found (expected <run>/configs/*.py): give the work '
+                               'directory of a finished `opencompass` run or its parent')
+    return runs[-1]
+
+
+def load_run(work_dir: str) -> Run:
+    from mmengine.config import Config
+
+    from .longctx import table_inputs
+    from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
+    path = find_run(work_dir)
+    if not glob.glob(os.path.join(path, 'results', '*', '*.json')):
+        raise ReportInputError(f'{path}: the run has no results (no {os.path.join(path, "results", "<model>", "*.json")}'
+                               f'): its evaluation has not run or failed (see {os.path.join(path, "logs")}); finish it '
+                               'with `opencompass <config> -r ' + os.path.basename(path) + '` first')
+    cfg = Config.fromfile(sorted(glob.glob(os.path.join(path, 'configs', '*.py')))[-1])
+    models, abbrs, expected = table_inputs(cfg)
+    return Run(path=path, cfg=cfg, models=models, model_cfgs={model_abbr_from_cfg(m): m for m in cfg['models']},
+               abbrs=abbrs, expected=expected, datasets={dataset_abbr_from_cfg(d): d for d in cfg['datasets']},
+               results=Results(path))
+
+
+# ---------------------------------------------------------------------------------------------- fingerprints
+def _sha(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()[:16]
+
+
+def prompt_text(origin_prompt) -> str:
+    """The text of a recorded prompt without the model wrapper's rendering (see the module docstring)."""
+    if isinstance(origin_prompt, str):
+        return origin_prompt
+    if isinstance(origin_prompt, list):
+        return '\n'.join(str(t.get('prompt', '')) if isinstance(t, dict) else str(t) for t in origin_prompt
+                         if (t.get('prompt') if isinstance(t, dict) else t))
+    return json.dumps(origin_prompt, sort_keys=True, default=str)
+
+
+def read_predictions(run_path: str, model: str, abbr: str) -> Optional[List[dict]]:
+    """The predictions of a dataset in index order (OpenCompass's ``<abbr>.json``, or its shards ``<abbr>_0.json``,
+    ``<abbr>_1.json`` ...), or None when there are none or they cannot be read."""
+    base = os.path.join(run_path, 'predictions', model, abbr)
+    files = [base + '.json'] if os.path.isfile(base + '.json') else []
+    while not os.path.isfile(base + '.json') and os.path.isfile(f'{base}_{len(files)}.json'):
+        files.append(f'{base}_{len(files)}.json')
+    out = []
+    for f in files:
+        try:
+            with open(f, encoding='utf-8') as fh:
+                part = json.load(fh)
+        except (OSError, ValueError):
+            return None
+        if not isinstance(part, dict):
+            return None
+        out += [part[k] for k in sorted(part, key=lambda k: int(k) if str(k).isdigit() else k)]
+    return out or None
+
+
+def _filled(evaluator: dict) -> dict:
+    """The evaluator config with its class's default arguments filled in (as given when the class cannot be read)."""
+    import inspect
+    ev = dict(evaluator)
+    typ = ev.get('type')
+    try:
+        if isinstance(typ, str):
+            import importlib
+            mod, _, name = typ.rpartition('.')
+            typ = getattr(importlib.import_module(mod), name)
+        for k, p in inspect.signature(typ.__init__).parameters.items():
+            if k != 'self' and p.default is not inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD:
+                ev.setdefault(k, p.default)
+    except Exception:  # noqa: BLE001 - a class that cannot be imported here: compare the config as written
+        pass
+    if not isinstance(ev.get('type'), str) and ev.get('type') is not None:
+        ev['type'] = f'{ev["type"].__module__}.{ev["type"].__qualname__}'
+    return ev
+
+
+def scoring_mode(dataset_cfg: Optional[dict]) -> Tuple[str, str]:
+    """(hash, readable text) of a dataset's scoring: its eval_cfg with the evaluator's defaults filled in."""
+    eval_cfg = dict((dataset_cfg or {}).get('eval_cfg') or {})
+    if isinstance(eval_cfg.get('evaluator'), dict):
+        eval_cfg['evaluator'] = _filled(eval_cfg['evaluator'])
+    text = json.dumps(eval_cfg, sort_keys=True, default=str)
+    return _sha(text), text
+
+
+def fingerprint(run: Run, model: str, abbr: str) -> Optional[Fingerprint]:
+    res = run.results.get(model, abbr)
+    if res is None or 'error' in res:
+        return None
+    mode, mode_text = scoring_mode(run.datasets.get(abbr))
+    preds = read_predictions(run.path, model, abbr)
+    if preds is None:
+        return Fingerprint(None, None, mode, mode_text, len(res.get('details') or []))
+    rows = [(prompt_text(p.get('origin_prompt')), p.get('gold')) for p in preds]
+    return Fingerprint(_sha(rows), _sha([g for _, g in rows]), mode, mode_text, len(rows))
+
+
+def per_model_copy(abbr: str) -> bool:
+    return '@' in abbr
+
+
+# ---------------------------------------------------------------------------------------------- the merge
+class MergedResults(Results):
+    """The result files of several runs: each (model, dataset) read from the run the merge chose for it."""
+
+    def __init__(self, chosen: Dict[Tuple[str, str], Run]):
+        super().__init__('')
+        self.chosen = chosen
+
+    def run_of(self, model: str, abbr: str) -> Optional[Run]:
+        return self.chosen.get((model, abbr))
+
+    def path(self, model: str, abbr: str) -> str:
+        run = self.run_of(model, abbr)
+        return run.results.path(model, abbr) if run else os.path.join('<no run>', 'results', model, f'{abbr}.json')
+
+    def get(self, model: str, abbr: str) -> Optional[dict]:
+        run = self.run_of(model, abbr)
+        return run.results.get(model, abbr) if run else None
+
+
+@dataclass
+class Merged:
+    runs: List[Run]
+    models: List[ModelInfo]
+    abbrs: List[str]
+    expected: List[Tuple[str, str]]
+    results: MergedResults
+    failures: List[Failure]
+    notes: List[str]
+    marks: Dict[Tuple[str, str], str]       # (model, abbr) -> why its numbers are not comparable
+
+
+def _conflict(a: Run, b: Run, model: str, abbr: str, fa: Fingerprint, fb: Fingerprint) -> Optional[str]:
+    what = []
+    if fa.rows and fb.rows and fa.rows != fb.rows:
+        what.append(f'the data differ (rows {fa.rows}, {fa.samples} samples in {a.path}; rows {fb.rows}, '
+                    f'{fb.samples} samples in {b.path})')
+    if fa.mode != fb.mode:
+        what.append(f'the scoring differs ({a.path}: {fa.mode_text}; {b.path}: {fb.mode_text})')
+    return f'{model}/{abbr}: ' + ' and '.join(what) if what else None
+
+
+def merge(paths: Sequence[str]) -> Merged:
+    """Read the runs and choose, for every (model, dataset), the run whose result the table shows."""
+    runs, seen, notes = [], {}, []
+    for p in paths:
+        run = load_run(p)
+        real = os.path.realpath(run.path)
+        if real in seen:
+            notes.append(f'{run.path} was given twice (as {seen[real]} and {p}): read once')
+            continue
+        seen[real] = p
+        runs.append(run)
+    candidates: Dict[Tuple[str, str], List[Run]] = {}
+    for run in runs:
+        for pair in run.expected:
+            candidates.setdefault(pair, []).append(run)
+    chosen, conflicts, newer = {}, [], {}
+    for (model, abbr), rs in candidates.items():
+        ok = [r for r in rs if r.fingerprint(model, abbr) is not None]
+        for i, a in enumerate(ok):
+            for b in ok[i + 1:]:
+                why = _conflict(a, b, model, abbr, a.fingerprint(model, abbr), b.fingerprint(model, abbr))
+                if why:
+                    conflicts.append(why)
+        pool = ok or rs
+        best = max(pool, key=lambda r: r.age_key(model, abbr))
+        chosen[model, abbr] = best
+        if len(ok) > 1:
+            newer.setdefault((model, best.path, tuple(r.path for r in ok if r is not best)), []).append(abbr)
+    if conflicts:
+        raise ReportInputError(f'{len(conflicts)} result(s) of the same model and dataset in two runs were made on '
+                               'different data or with different scoring; merge runs of the same data, or rename '
+                               'one of the models (its abbr) to keep both:\n  ' + '\n  '.join(conflicts))
+    for (model, best, others), abbrs in newer.items():
+        unchecked = [a for a in abbrs if not chosen[model, a].fingerprint(model, a).rows]
+        notes.append(f'{model}: {len(abbrs)} dataset(s) are in {", ".join(others)} and in {best} with the same '
+                     f'data and scoring: the newer run ({best}) is used' +
+                     (f' ({len(unchecked)} without predictions: their data could not be compared)' if unchecked else ''))
+    models: Dict[str, ModelInfo] = {}
+    for run in sorted(runs, key=lambda r: r.name):  # the newest run's model config last
+        for m in run.models:
+            old = models.get(m.abbr)
+            if old is not None and old.max_seq_len != m.max_seq_len:
+                notes.append(f'{m.abbr}: max_seq_len {old.max_seq_len} in an older run, {m.max_seq_len} in {run.path} '
+                             '(the newer is used for N/A)')
+            models[m.abbr] = m
+    order = list(dict.fromkeys(m.abbr for run in runs for m in run.models))
+    abbrs = list(dict.fromkeys(a for run in runs for a in run.abbrs))
+    expected = list(candidates)
+    results = MergedResults(chosen)
+    failures = []
+    for run in runs:
+        mine = [pair for pair in run.expected if chosen.get(pair) is run]
+        if mine:
+            failures += find_failures(run.path, mine, checked_reader(run.results, abbrs))
+    return Merged(runs, [models[a] for a in order], abbrs, expected, results, failures, notes,
+                  column_marks(chosen, abbrs))
+
+
+def _signature(run: Run, model: str, abbr: str) -> Optional[Tuple]:
+    fp = run.fingerprint(model, abbr)
+    if fp is None:
+        return None
+    return (fp.design if per_model_copy(abbr) else fp.rows), fp.mode
+
+
+def column_marks(chosen: Dict[Tuple[str, str], Run], abbrs: Sequence[str]) -> Dict[Tuple[str, str], str]:
+    """{(model, abbr): why} for the results whose data or scoring differ from the other models' of the same
+    (benchmark, tier, task) column."""
+    found = classify(abbrs, all_abbrs=True)
+    marks = {}
+    for bench, by_tier in found.items():
+        for tier, by_task in by_tier.items():
+            for task, cands in by_task.items():
+                sigs = {(m, a): _signature(run, m, a) for (m, a), run in chosen.items() if a in cands}
+                sigs = {k: s for k, s in sigs.items() if s is not None}
+                if len({m for m, _ in sigs}) < 2:
+                    continue
+                count = Counter(sigs.values())
+                top, n = count.most_common(1)[0]
+                shared = n > 1 and list(count.values()).count(n) == 1
+                for (m, a), s in sigs.items():
+                    if s == top and shared:
+                        continue
+                    fp = chosen[m, a].fingerprint(m, a)
+                    what = ('data and scoring' if s[0] != top[0] and s[1] != top[1] else
+                            'data' if s[0] != top[0] else 'scoring') if shared else 'data or scoring'
+                    others = ', '.join(sorted({m2 for (m2, _), s2 in sigs.items() if s2 != s}))
+                    marks[m, a] = (f'{m}/{a} ({chosen[m, a].path}): its {what} differ from {others}\'s in '
+                                   f'{bench} {task} at {tier} ({fp.short()}): not comparable')
+    return marks
+
+
+def build_merged(merged: Merged, ruler_threshold: float, nolima_ratio: float) -> dict:
+    """The tier table of the merged runs (``report.build`` over the chosen results), with the runs, the merge's
+    notes and every result's fingerprint."""
+    from .report import build
+    aliases: Dict[str, Dict[str, str]] = {}
+    for run in merged.runs:
+        for bench, mapping in ((run.cfg.get('summarizer') or {}).get('model_aliases') or {}).items():
+            aliases.setdefault(bench, {}).update(mapping)
+    report = build('', merged.models, merged.abbrs, ruler_threshold, nolima_ratio, aliases or None,
+                   expected=merged.expected, results=merged.results, failures=merged.failures, marks=merged.marks)
+    report['runs'] = [r.path for r in merged.runs]
+    report['merge_notes'] = list(merged.notes)
+    report['fingerprints'] = {}
+    for (model, abbr), run in merged.results.chosen.items():
+        fp = run.fingerprint(model, abbr)
+        if fp is not None:
+            report['fingerprints'][f'{model}/{abbr}'] = dict(run=run.path, rows=fp.rows, design=fp.design,
+                                                             mode=fp.mode, scoring=fp.mode_text, samples=fp.samples)
+    return report
