@@ -4,3 +4,7 @@ Importing the package is cheap; OpenCompass is imported only by the dataset, eva
 modules that OpenCompass itself loads.
 """
 __version__ = '0.1.0'
+
+from .cluster import warn_if_slurm_flag
+
+warn_if_slurm_flag()   # `opencompass --slurm` drops LongCtxPartitioner and its plan: say so (cheap: reads sys.argv)

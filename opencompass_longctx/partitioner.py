@@ -10,8 +10,10 @@ the same as with any other partitioner.
 
 Every run (``--dry-run`` included) prints the plan, with its estimated GPU-hours and the problems found without
 a GPU, and writes it to ``<work_dir>/plan/longctx_plan.{md,json}`` (see :mod:`opencompass_longctx.plan`).
-With problems, a real run stops before any task starts (``on_problem='error'``, the default; ``'warn'`` goes
-on); ``--dry-run`` only reports them.
+With a ``SlurmRunner`` the plan also shows the ``srun`` request of every task and checks the partition and its GPUs
+(:mod:`opencompass_longctx.cluster`); in a resumed run (``-r``) it says what is done and what is left
+(:mod:`opencompass_longctx.resume`). With problems, a real run stops before any task starts
+(``on_problem='error'``, the default; ``'warn'`` goes on); ``--dry-run`` only reports them.
 
     infer = dict(partitioner=dict(type=LongCtxPartitioner),   # bands=['32k', '128k', '1m'], shards=1,
                  runner=dict(type=LocalRunner, ...))          # cost_model=dict(gpu='H100-80GB'), on_problem
@@ -24,6 +26,7 @@ from mmengine.config import Config
 from opencompass.partitioners.base import BasePartitioner
 from opencompass.registry import PARTITIONERS
 
+from . import cluster, resume
 from . import plan as P
 
 
@@ -59,6 +62,12 @@ class LongCtxPartitioner(BasePartitioner):
         P.cost_model(cost_model)
         self.bands, self.shards, self.cost, self.batch_cap, self.headroom = bands, shards, cost_model, batch_cap, headroom
         self.on_problem = on_problem
+        self.runners: Dict[str, Optional[Dict]] = {}
+
+    def __call__(self, cfg):
+        # partition() receives only models and datasets: the runners (what a Slurm job asks for) come from here
+        self.runners = {stage: (cfg.get(stage) or {}).get('runner') for stage in ('infer', 'eval')}
+        return super().__call__(cfg)
 
     def partition(self, model_dataset_combinations: List[Dict], work_dir: str, out_dir: str,
                   add_cfg: Dict = {}) -> List[Config]:  # noqa: B006 (OpenCompass's signature)
@@ -66,9 +75,15 @@ class LongCtxPartitioner(BasePartitioner):
                            self.headroom)
         models = [m for c in model_dataset_combinations for m in c['models']]
         datasets = [d for c in model_dataset_combinations for d in c['datasets']]
-        problems = P.engine_problems(plan) + P.check_run(models, datasets)
+        requests = cluster.requests(plan, self.runners.get('infer'))
+        slurm_problems, slurm_notes = cluster.problems(self.runners, requests)
+        problems = P.engine_problems(plan) + P.check_run(models, datasets) + slurm_problems
         summary = P.summarize(plan, problems)
-        markdown = P.to_markdown(summary)
+        done = resume.summarize(resume.progress(model_dataset_combinations, plan, out_dir, self.bands, self.headroom),
+                                plan)
+        summary.update(cluster_requests=requests, resume=done)
+        markdown = (P.to_markdown(summary) + cluster.to_markdown(requests, self.runners, slurm_notes)
+                    + resume.to_markdown(done))
         paths = P.write(summary, plan, os.path.join(work_dir, 'plan'), markdown)
         print('\n' + markdown + f"\nPlan written to {paths['md']} and {paths['json']}\n", flush=True)
         if problems and self.on_problem == 'error' and not dry_run():
