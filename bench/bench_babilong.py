@@ -28,8 +28,9 @@ def main(argv=None):
 
     from opencompass_longctx.demo import babilong_data
     from opencompass_longctx.babilong.data import file_name
+    from opencompass_longctx.tiers import parse_tier
     data_dir = os.path.abspath(args.dir)
-    path = os.path.join(data_dir, 'data', args.task, file_name(args.tier))
+    path = os.path.join(data_dir, 'data', args.task, file_name(parse_tier(args.tier)))
     t = time.perf_counter()
     if not os.path.isfile(path):
         babilong_data.write(data_dir, tiers=[args.tier], tasks=[args.task], samples=args.samples)

@@ -45,6 +45,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     from opencompass_longctx.demo import babilong_data
+    from opencompass_longctx.tiers import parse_tier
     from opencompass_longctx.babilong.generator import Generator
     babi, books = os.path.join(args.dir, 'babi'), os.path.join(args.dir, 'books')
     if not os.path.isdir(books):
@@ -52,12 +53,12 @@ def main(argv=None):
         babilong_data.write_books(books, books=args.books, sentences=40000)
     t = time.perf_counter()
     gen = Generator(babi, books)
-    gen.make('qa1', '1k', 0, 0)  # loads the books and the tokenizer
+    gen.make('qa1', parse_tier('1k'), 0, 0)  # loads the books and the tokenizer
     load_s = time.perf_counter() - t
 
     rows = [('inputs', f'{args.books} books, {sum(os.path.getsize(os.path.join(books, f)) for f in os.listdir(books)) / 1e6:.0f} MB; '
                        f'setup (books + tokenizer) {load_s:.2f} s')]
-    for tier in ('128k', '1m'):
+    for tier in (parse_tier('128k'), parse_tier('1m')):
         gen_s, enc_s = [], []
         for i, story in enumerate(gen.questions('qa2', tier, args.samples)):
             t = time.perf_counter()
@@ -73,14 +74,16 @@ def main(argv=None):
                   f'{statistics.median(ratios):.2f}x; ' + ', '.join(f'{r:.2f}' for r in ratios))]
     # what a worker does before its first sample: imports, the tokenizer, reading the books
     startup = measure('', 'from opencompass_longctx.babilong.generator import Generator\n'
-                          f'Generator({babi!r}, {books!r}).make("qa1", "1k", 0, 0)')['cpu_s']
+                          'from opencompass_longctx.tiers import parse_tier\n'
+                          f'Generator({babi!r}, {books!r}).make("qa1", parse_tier("1k"), 0, 0)')['cpu_s']
     rows.append(('build worker start-up (imports, tokenizer, books)', f'{startup:.2f} CPU-s'))
     digests, runs = set(), {}
     for num_proc in [int(x) for x in args.num_proc.split(',')]:
         out = tempfile.mkdtemp(prefix='babilong_gen_')
         r = runs[num_proc] = measure(
             'from opencompass_longctx.babilong.generator import Generator, write\n'
-            f'gen = Generator({babi!r}, {books!r}); gen.make("qa1", "1k", 0, 0)',
+            'from opencompass_longctx.tiers import parse_tier\n'
+            f'gen = Generator({babi!r}, {books!r}); gen.make("qa1", parse_tier("1k"), 0, 0)',
             f'RESULT = write(gen, {out!r}, [{args.write_tier!r}], ["qa1"], {args.write_samples}, progress=False, '
             f'num_proc={num_proc})', {'LONGCTX_PROGRESS': '0'})
         digests.add(disk_digest(os.path.join(out, 'data')))

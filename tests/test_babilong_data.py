@@ -8,7 +8,7 @@ from opencompass_longctx.babilong import data as bdata
 from opencompass_longctx.babilong.dataset import load_babilong
 from opencompass_longctx.babilong.scoring import TASK_LABELS
 from opencompass_longctx.sources import DataNotFoundError
-from opencompass_longctx.tiers import TierError
+from opencompass_longctx.tiers import TierError, parse_tier
 
 
 def test_loads_hf_json_layout_as_plain_strings(demo_babilong):
@@ -46,8 +46,8 @@ def test_parquet_layout_and_official_sample_source(tmp_path, demo_babilong):
     assert ds[0]['sample_source'] == 'RMT-team/babilong-1k-samples'
     ds = load_babilong(tier='1k', task='qa2', path=str(tmp_path / 'p'), sample_source='official')
     assert len(ds) == len(recs)
-    assert bdata.source_for('official', '32k') is bdata.SOURCE_1000
-    assert bdata.source_for('official', '64k') is bdata.SOURCE_100
+    assert bdata.source_for('official', parse_tier('32k')) is bdata.SOURCE_1000
+    assert bdata.source_for('official', parse_tier('64k')) is bdata.SOURCE_100
 
 
 def test_legacy_opencompass_cache_layout(tmp_path, monkeypatch, demo_babilong):

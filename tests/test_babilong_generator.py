@@ -8,6 +8,7 @@ import pytest
 from opencompass_longctx.babilong import generator as G
 from opencompass_longctx.babilong.dataset import load_babilong
 from opencompass_longctx.babilong.data import BabilongDataError
+from opencompass_longctx.tiers import parse_tier
 from opencompass_longctx.tokenization import get_tokenizer
 
 
@@ -23,10 +24,10 @@ def test_parse_babi_one_sample_per_question(babi_inputs):
 
 def test_max_n_facts_and_the_len_off_by_one(babi_inputs):
     stories = G.parse_babi(G.babi_file(babi_inputs[0], 'qa2'))
-    allowed = G.eligible(stories, '1k', fix_len_off_by_one=True)
+    allowed = G.eligible(stories, parse_tier('1k'), fix_len_off_by_one=True)
     assert allowed == list(range(len(stories)))  # 1k: up to 87 facts
-    assert G.eligible(stories, '1k') == allowed[:-1]  # the authors drop the last sample
-    tiny = G.eligible(stories, '350', fix_len_off_by_one=True)  # 50 tokens -> at most 6 facts
+    assert G.eligible(stories, parse_tier('1k')) == allowed[:-1]  # the authors drop the last sample
+    tiny = G.eligible(stories, parse_tier('350'), fix_len_off_by_one=True)  # 50 tokens -> at most 6 facts
     assert tiny and all(len(stories[i].facts) <= 6 for i in tiny) and len(tiny) < len(stories)
 
 
@@ -34,6 +35,7 @@ def test_max_n_facts_and_the_len_off_by_one(babi_inputs):
 def test_facts_in_order_and_length_within_one_percent_below(babi_inputs, tier):
     gen = G.Generator(*babi_inputs)
     gpt2 = get_tokenizer('tiktoken:gpt2')
+    tier = parse_tier(tier)
     target = max(G.sample_size(tier), 0)
     for i, story_index in enumerate(gen.questions('qa3', tier, 4)):
         s = gen.make('qa3', tier, i, story_index)
@@ -52,7 +54,7 @@ def test_facts_in_order_and_length_within_one_percent_below(babi_inputs, tier):
 
 def test_background_comes_from_the_books_in_whole_sentences(babi_inputs):
     gen = G.Generator(*babi_inputs)
-    s = gen.make('qa1', '2k', 0, gen.questions('qa1', '2k', 1)[0])
+    s = gen.make('qa1', parse_tier('2k'), 0, gen.questions('qa1', parse_tier('2k'), 1)[0])
     books = ''.join(open(os.path.join(babi_inputs[1], b)).read() for b in sorted(os.listdir(babi_inputs[1])))
     facts = set(gen.stories('qa1')[s['generation']['story'] * 2].facts) | set(
         gen.stories('qa1')[s['generation']['story'] * 2 + 1].facts)
@@ -117,4 +119,4 @@ def test_bad_generator_inputs(tmp_path, babi_inputs, content):
         G.Generator(str(bad), str(tmp_path / 'nope'))
     (tmp_path / 'empty').mkdir()
     with pytest.raises(G.GeneratorInputError, match='no background books'):
-        G.Generator(babi_inputs[0], str(tmp_path / 'empty')).make('qa1', '2k', 0, 0)
+        G.Generator(babi_inputs[0], str(tmp_path / 'empty')).make('qa1', parse_tier('2k'), 0, 0)

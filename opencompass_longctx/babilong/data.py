@@ -11,8 +11,8 @@ hundreds-of-MB files at 512k and above never sit in memory whole. A file that is
 not UTF-8, is cut short or has anything but white space after the closing ``]`` of its array is refused with
 an error naming it.
 
-Functions here take a tier string or a :class:`~opencompass_longctx.tiers.Tier`; the loader parses the tier
-once and passes the ``Tier``, which :func:`~opencompass_longctx.tiers.parse_tier` returns as is.
+Functions here take a :class:`~opencompass_longctx.tiers.Tier`, never a tier string: the loader parses the
+tier once (:meth:`~opencompass_longctx.babilong.dataset.BabilongOptions.parse`) and passes it inward.
 """
 import codecs
 import json
@@ -20,7 +20,7 @@ import os
 from typing import Dict, Iterator, List, Optional
 
 from ..sources import Source
-from ..tiers import parse_tier
+from ..tiers import Tier
 
 PUBLISHED_TIERS = ('0k', '1k', '2k', '4k', '8k', '16k', '32k', '64k', '128k', '256k', '512k', '1m', '10m')
 SAMPLE_SOURCES = ('100', '1000', 'official', 'generated')
@@ -48,20 +48,20 @@ def task_number(task: str) -> int:
     return int(task[2:])
 
 
-def source_for(sample_source: str, tier) -> Source:
+def source_for(sample_source: str, tier: Tier) -> Source:
     """'100' -> RMT-team/babilong; '1000' -> babilong-1k-samples; 'official' -> the leaderboard's choice
     (1000 samples up to 32k, 100 from 64k on)."""
     if sample_source not in SAMPLE_SOURCES:
         raise BabilongDataError(f'unknown sample_source {sample_source!r}; choose one of {SAMPLE_SOURCES}')
     if sample_source == 'official':
-        return SOURCE_1000 if parse_tier(tier).tokens(1000) <= 32000 else SOURCE_100
+        return SOURCE_1000 if tier.tokens(1000) <= 32000 else SOURCE_100
     return SOURCE_1000 if sample_source == '1000' else SOURCE_100
 
 
-def check_available(task: str, tier, source: Source) -> None:
+def check_available(task: str, tier: Tier, source: Source) -> None:
     """Clear error for a task/tier pair the published source does not have."""
     n = task_number(task)
-    t = parse_tier(tier).name
+    t = tier.name
     if source is SOURCE_1000:
         tiers = PUBLISHED_TIERS[:9]  # 0k..128k
         max_task = 20 if t == '0k' else 5
@@ -79,14 +79,14 @@ def check_available(task: str, tier, source: Source) -> None:
             f'BABILong ({source.hub_repo}) has no {task} at {t}: it holds qa1-qa{max_task} at that tier.')
 
 
-def file_name(tier) -> str:
+def file_name(tier: Tier) -> str:
     """Published file names: lower-case k, upper-case M (``1M.json``)."""
-    name = parse_tier(tier).name
+    name = tier.name
     return (name[:-1] + 'M' if name.endswith('m') else name) + '.json'
 
 
-def file_candidates(task: str, tier, source: Source) -> List[str]:
-    t = parse_tier(tier).name
+def file_candidates(task: str, tier: Tier, source: Source) -> List[str]:
+    t = tier.name
     names = sorted({t, t.upper(), t[:-1] + t[-1].upper()})
     if source is SOURCE_1000:
         return [p for n in names for p in (f'{n}/{task}-*.parquet', f'data/{n}/{task}-*.parquet')]

@@ -7,18 +7,20 @@ the same cache, when ``babi_dir`` and ``background_dir`` are given (or ``$BABI_D
 import hashlib
 import json
 import os
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Dict, Optional
 
 from opencompass.datasets.base import BaseDataset
 
 from .. import parallel
 from ..cache import DatasetCache, make_key, record_build
 from ..sources import DataNotFoundError, find_file
-from ..tiers import parse_tier
+from ..tiers import Tier, parse_tier
 from ..tokenization import GPT2_TOKENIZER, get_tokenizer
 from ..util import refuse_removed_options
 from . import data as bdata
 from .build import build_rows, generated_rows
+from .face import BENCHMARK
 from .prompts import prompt_parts
 
 
@@ -47,60 +49,97 @@ def _progress(it, total: Optional[int], desc: str):
         bar.close()
 
 
-def load_babilong(tier, task: str = 'qa1', path: Optional[str] = None, sample_source: str = '100',
-                  num_samples: Optional[int] = None, sample_indices=None, use_instruction: bool = True,
-                  use_examples: bool = True, use_post_prompt: bool = True, prompt_variant: str = 'official',
-                  count_tokenizer: str = GPT2_TOKENIZER, download: Optional[bool] = None,
-                  revision: Optional[str] = None, babi_dir: Optional[str] = None,
-                  background_dir: Optional[str] = None, seed: int = 0, generator_tokenizer: str = GPT2_TOKENIZER,
-                  fix_len_off_by_one: bool = False, num_proc: Optional[int] = None):
-    """Build (or reload from the cache) one BABILong split as a ``datasets.Dataset`` of plain strings.
+@dataclass(frozen=True)
+class BabilongOptions:
+    """One BABILong split's options, checked once by :meth:`parse` (the tier a :class:`Tier` from there on):
+    what the loader passes inward."""
+    tier: Tier
+    task: str = 'qa1'
+    path: Optional[str] = None
+    sample_source: str = '100'
+    num_samples: Optional[int] = None
+    sample_indices: object = None          # a list of row indices or a JSON file of them (read with the file)
+    parts: Dict[str, str] = field(default_factory=dict)
+    prompt_variant: str = 'official'
+    count_tokenizer: str = GPT2_TOKENIZER
+    download: Optional[bool] = None
+    revision: Optional[str] = None
+    babi_dir: Optional[str] = None
+    background_dir: Optional[str] = None
+    seed: int = 0
+    generator_tokenizer: str = GPT2_TOKENIZER
+    fix_len_off_by_one: bool = False
+    num_proc: int = 1
 
-    Generated splits take ``num_samples`` samples (default 100) and record their provenance per row; they are
-    made by ``num_proc`` processes (default: the cores available; the same rows for any value).
-    """
-    tier = parse_tier(tier)   # the one parse: a Tier from here on
-    bdata.task_number(task)
-    if num_samples is not None and (isinstance(num_samples, bool) or not isinstance(num_samples, int)
-                                    or num_samples < 1):
-        raise bdata.BabilongDataError(f'num_samples must be a positive integer or None, got {num_samples!r}')
-    num_proc = parallel.check_num_proc(num_proc)
-    parts = prompt_parts(task, prompt_variant, use_instruction, use_examples, use_post_prompt)
-    tokenizer = get_tokenizer(count_tokenizer)
-    params = dict(tier=tier.name, task=task, num_samples=num_samples, prompt_variant=prompt_variant,
+    @classmethod
+    def parse(cls, tier, task: str = 'qa1', path: Optional[str] = None, sample_source: str = '100',
+              num_samples: Optional[int] = None, sample_indices=None, use_instruction: bool = True,
+              use_examples: bool = True, use_post_prompt: bool = True, prompt_variant: str = 'official',
+              count_tokenizer: str = GPT2_TOKENIZER, download: Optional[bool] = None,
+              revision: Optional[str] = None, babi_dir: Optional[str] = None,
+              background_dir: Optional[str] = None, seed: int = 0, generator_tokenizer: str = GPT2_TOKENIZER,
+              fix_len_off_by_one: bool = False, num_proc: Optional[int] = None) -> 'BabilongOptions':
+        """A dataset config's keys as options. ``babi_dir`` / ``background_dir`` default to ``$BABI_DIR`` /
+        ``$PG19_DIR``; generated splits take ``num_samples`` samples (default 100), made by ``num_proc``
+        processes (default: the cores available; the same rows for any value)."""
+        tier = parse_tier(tier)   # the one parse of a load: a Tier from here on
+        bdata.task_number(task)
+        if num_samples is not None and (isinstance(num_samples, bool) or not isinstance(num_samples, int)
+                                        or num_samples < 1):
+            raise bdata.BabilongDataError(f'num_samples must be a positive integer or None, got {num_samples!r}')
+        return cls(tier=tier, task=task, path=path, sample_source=str(sample_source), num_samples=num_samples,
+                   sample_indices=sample_indices,
+                   parts=prompt_parts(task, prompt_variant, use_instruction, use_examples, use_post_prompt),
+                   prompt_variant=prompt_variant, count_tokenizer=count_tokenizer, download=download,
+                   revision=revision, babi_dir=babi_dir or os.environ.get('BABI_DIR') or None,
+                   background_dir=background_dir or os.environ.get('PG19_DIR') or None, seed=seed,
+                   generator_tokenizer=generator_tokenizer, fix_len_off_by_one=fix_len_off_by_one,
+                   num_proc=parallel.check_num_proc(num_proc))
+
+
+def load_babilong(tier, **options):
+    """Build (or reload from the cache) one BABILong split as a ``datasets.Dataset`` of plain strings
+    (``options``: the keys of :meth:`BabilongOptions.parse`)."""
+    return load_split(BabilongOptions.parse(tier, **options))
+
+
+def load_split(o: BabilongOptions):
+    """The split of checked options: from the user's file of a published tier (or a generated file of another
+    tier), else generated when the bAbI and background directories are given."""
+    tier, task, parts = o.tier, o.task, o.parts
+    tokenizer = get_tokenizer(o.count_tokenizer)
+    params = dict(tier=tier.name, task=task, num_samples=o.num_samples, prompt_variant=o.prompt_variant,
                   prompt_sha256=hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest())
-    babi_dir = babi_dir or os.environ.get('BABI_DIR') or None
-    background_dir = background_dir or os.environ.get('PG19_DIR') or None
     cache = DatasetCache()
 
     def generated():
         from .generator import Generator
-        gen = Generator(babi_dir, background_dir, generator_tokenizer, seed, fix_len_off_by_one)
-        n = num_samples or 100
+        gen = Generator(o.babi_dir, o.background_dir, o.generator_tokenizer, o.seed, o.fix_len_off_by_one)
+        n = o.num_samples or 100
         params.update(sample_source='generated', generator=gen.fingerprint(), samples=n)
         key = make_key('babilong', params, tokenizer.fingerprint, gen.input_files([task]), cache.root)
         return cache.get_or_build('babilong', key, lambda: generated_rows(
-            gen, task, tier, n, parts, tokenizer, prompt_variant, num_proc), params=params)
+            gen, task, tier, n, parts, tokenizer, o.prompt_variant, o.num_proc), params=params)
 
-    if str(sample_source) == 'generated':
+    if o.sample_source == 'generated':
         return generated()
-    source = bdata.source_for(str(sample_source), tier)
+    source = bdata.source_for(o.sample_source, tier)
     published = tier.name in bdata.PUBLISHED_TIERS
     if published:
         bdata.check_available(task, tier, source)
     try:
-        file_path = find_file(source, bdata.file_candidates(task, tier, source), path=path,
-                              download=download if published else False, revision=revision,
+        file_path = find_file(source, bdata.file_candidates(task, tier, source), path=o.path,
+                              download=o.download if published else False, revision=o.revision,
                               what=f'{task} at {tier.name}')
     except DataNotFoundError:
         if published:
             raise
-        if babi_dir and background_dir:  # a tier BABILong does not publish: make it
+        if o.babi_dir and o.background_dir:  # a tier BABILong does not publish: make it
             return generated()
         bdata.check_available(task, tier, source)  # raises: says what to provide
         raise
-    indices = bdata.load_indices(sample_indices, task)
-    params.update(sample_source=str(sample_source), indices=indices, source=source.hub_repo,
+    indices = bdata.load_indices(o.sample_indices, task)
+    params.update(sample_source=o.sample_source, indices=indices, source=source.hub_repo,
                   file=os.path.basename(file_path))
     key = make_key('babilong', params, tokenizer.fingerprint, [file_path], cache.root)
     label = source.hub_repo
@@ -108,14 +147,15 @@ def load_babilong(tier, task: str = 'qa1', path: Optional[str] = None, sample_so
         from .generator import MANIFEST_NAME
         root = os.path.dirname(os.path.dirname(os.path.dirname(file_path)))
         label = 'generated' if os.path.isfile(os.path.join(root, MANIFEST_NAME)) else 'local'
-    total = num_samples if indices is None else len(set(indices))
+    total = o.num_samples if indices is None else len(set(indices))
     return cache.get_or_build('babilong', key, lambda: build_rows(
-        _progress(_file_records(file_path, indices, num_samples), total, f'BABILong {task} {tier.name}'), task,
-        tier, parts, tokenizer, label, prompt_variant), params=params)
+        _progress(_file_records(file_path, indices, o.num_samples), total, f'BABILong {task} {tier.name}'),
+        task, tier, parts, tokenizer, label, o.prompt_variant), params=params)
 
 
 class BabilongDataset(BaseDataset):
     """``type=BabilongDataset`` in configs; every extra config key goes to :func:`load_babilong`."""
+    benchmark = BENCHMARK      # what the planner, the run checks and the summarizer read (face.py)
     # options that were removed, with what to use instead (refused here and by the run checks)
     REMOVED_OPTIONS = {'demo_data': 'demo_data= was removed from BabilongDataset: for the project\'s stand-in files '
                        'use type=DemoBabilongDataset (from opencompass_longctx.demo.datasets import '
@@ -124,4 +164,4 @@ class BabilongDataset(BaseDataset):
     @staticmethod
     def load(**kwargs):
         refuse_removed_options(BabilongDataset.REMOVED_OPTIONS, kwargs, bdata.BabilongDataError)
-        return record_build('BabilongDataset', kwargs, load_babilong(**kwargs), 'prompt_tokens')
+        return record_build(BENCHMARK.dataset_type, kwargs, load_babilong(**kwargs), BENCHMARK.tokens_column)

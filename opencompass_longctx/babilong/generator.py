@@ -35,7 +35,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from .. import __version__, parallel
-from ..tiers import parse_tier
+from ..tiers import Tier, parse_tier
 from ..tokenization import GPT2_TOKENIZER, Tokenizer, get_tokenizer
 from ..util import atomic_write_text, sha256_file
 from .data import BabilongDataError, file_name, task_number
@@ -111,11 +111,11 @@ def load_books(background_dir: str) -> Dict[str, str]:
     return books
 
 
-def sample_size(tier) -> int:
-    return parse_tier(tier).tokens(1000) - PROMPT_ALLOWANCE
+def sample_size(tier: Tier) -> int:
+    return tier.tokens(1000) - PROMPT_ALLOWANCE
 
 
-def eligible(stories: List[Story], tier, fix_len_off_by_one: bool = False) -> List[int]:
+def eligible(stories: List[Story], tier: Tier, fix_len_off_by_one: bool = False) -> List[int]:
     """Indices of the stories the authors' TaskDataset would offer at this tier."""
     size = sample_size(tier)
     max_facts = size // 8 if size > 0 else None
@@ -218,8 +218,8 @@ class BackgroundSampler:
 class Generator:
     """Makes BABILong samples for any tier from bAbI stories and background books.
 
-    Its methods take a tier string or a :class:`~opencompass_longctx.tiers.Tier` (the loader passes the Tier it
-    parsed once; ``parse_tier`` returns a Tier as is)."""
+    Its methods take a :class:`~opencompass_longctx.tiers.Tier` (the loader and :func:`write` parse a tier once and
+    pass it inward)."""
 
     def __init__(self, babi_dir: str, background_dir: str, tokenizer: str = GPT2_TOKENIZER, seed: int = 0,
                  fix_len_off_by_one: bool = False):
@@ -255,17 +255,15 @@ class Generator:
             self._sampler = BackgroundSampler(load_books(self.background_dir), self.tok)
         return self._sampler
 
-    def questions(self, task: str, tier, samples: int) -> List[int]:
+    def questions(self, task: str, tier: Tier, samples: int) -> List[int]:
         """The story indices of samples 0..samples-1 (a seeded shuffle of the eligible ones)."""
-        tier = parse_tier(tier)
         pool = eligible(self.stories(task), tier, self.fix_len_off_by_one)
         if not pool:
             raise GeneratorInputError(f'no {task} story fits {tier.name} (max_n_facts = {sample_size(tier) // 8})')
         order = _rng('questions', self.seed, task, tier.name).permutation(len(pool))
         return [pool[int(k)] for k in order[:samples]]
 
-    def make(self, task: str, tier, index: int, story_index: int) -> Dict:
-        tier = parse_tier(tier)
+    def make(self, task: str, tier: Tier, index: int, story_index: int) -> Dict:
         story = self.stories(task)[story_index]
         size = sample_size(tier)
         facts = [(' ' + f).encode('utf-8') for f in story.facts]

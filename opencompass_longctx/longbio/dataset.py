@@ -6,6 +6,7 @@ from opencompass.datasets.base import BaseDataset
 
 from ..cache import DatasetCache, make_key, record_build
 from ..parallel import check_num_proc
+from .face import BENCHMARK
 from .generator import generate, make_spec
 from .tasks import LongBioConfigError
 
@@ -37,7 +38,8 @@ def load_longbio(tier, cell: Optional[str] = None, task: Optional[str] = None, n
 
 class LongBioDataset(BaseDataset):
     """``type=LongBioDataset`` in configs; every extra config key goes to :func:`load_longbio`."""
+    benchmark = BENCHMARK      # what the planner, the run checks and the summarizer read (face.py)
 
     @staticmethod
     def load(**kwargs):
-        return record_build('LongBioDataset', kwargs, load_longbio(**kwargs), 'prompt_tokens')
+        return record_build(BENCHMARK.dataset_type, kwargs, load_longbio(**kwargs), BENCHMARK.tokens_column)

@@ -8,6 +8,7 @@ from typing import Dict, Iterator, List, Optional
 import numpy as np
 
 from .. import parallel
+from ..tiers import Tier
 from . import haystack as hs
 from .needles import CHAR, Pair
 from .prompts import TASK_TEMPLATE, build_prompt
@@ -28,7 +29,7 @@ class SplitPlan:
     book_paths: List[str]
     book_indices: List[int]
     L: int
-    tier: str
+    tier: Tier             # parsed once, by the loader
     depths: List[float]
     depth_indices: Optional[List[int]]
     placement: str
@@ -100,7 +101,7 @@ class _Blocks:
                 'question_type': pair.question_type, 'order': pair.order,
                 'reasoning_type': pair.reasoning_type, 'variant': P.variant, 'needle_set': P.needle_file,
                 'haystack': book.name, 'haystack_index': h, 'haystack_tier': P.haystack_tier,
-                'context_length': L, 'tier': P.tier, 'depth': d, 'depth_index': di,
+                'context_length': L, 'tier': P.tier.name, 'depth': d, 'depth_index': di,
                 'needle_token_depth': pl.needle_depth, 'window_start': pl.start, 'line_break': pl.line_break,
                 'placement': P.placement, 'distractor': pair.distractor or '', 'distractor_depth': dd,
                 'distractor_anchored': anchored,

@@ -37,6 +37,7 @@ from . import data as ndata
 from . import haystack as hs
 from .haystack import default_depth_intervals
 from .build import SplitPlan, build_rows
+from .face import BENCHMARK
 from .needles import CHAR, NoLiMaError, load_pairs, resolve_variant, select_pairs
 from .prompts import MAX_NEW_TOKENS, SYSTEM_PROMPT, TASK_TEMPLATE, build_prompt
 
@@ -98,8 +99,8 @@ def load_nolima(tier, needle_set: str = 'main', path: Optional[str] = None, toke
     and a chat-template margin) would not fit the model, instead of letting OpenCompass cut the needle out.
     ``num_proc``: processes for a build (default: the cores available; the same rows for any value).
     """
-    t = parse_tier(tier)
-    L, tier = t.tokens(1000), t.name
+    parsed = parse_tier(tier)   # the one parse of a load: the SplitPlan carries the Tier inward
+    L, tier = parsed.tokens(1000), parsed.name
     if L < 1:
         raise NoLiMaError(f'NoLiMa tier {tier!r} has no haystack tokens; use 250, 500, 1k ... 128k')
     custom = isinstance(needle_set, str) and needle_set.endswith('.json') and os.path.isfile(needle_set)
@@ -196,7 +197,7 @@ def load_nolima(tier, needle_set: str = 'main', path: Optional[str] = None, toke
         if collisions:
             warnings.warn(f'NoLiMa: character names occur as whole words in the haystack: {collisions}; '
                           'the answer may then be found without the needle')
-        plan = SplitPlan(chosen, [b.path for b in books], book_indices, L, tier, [float(x) for x in depths],
+        plan = SplitPlan(chosen, [b.path for b in books], book_indices, L, parsed, [float(x) for x in depths],
                          depth_indices, placement, static_depth, shift, base_seed, variant,
                          os.path.basename(needle_file), used_tier, tok, tok.fingerprint, canonical)
         return build_rows(plan, num_proc)
@@ -216,6 +217,7 @@ class NoLiMaDataset(BaseDataset):
     repeated ``n`` times), but the two columns are appended to the Arrow table instead of written by
     ``Dataset.map``, which would copy every prompt (over 1 GB at 32K) in each OpenCompass process.
     """
+    benchmark = BENCHMARK      # what the planner, the run checks and the summarizer read (face.py)
 
     def __init__(self, reader_cfg: Optional[Dict] = None, k=1, n: int = 1, **kwargs):
         from datasets import concatenate_datasets
@@ -236,4 +238,4 @@ class NoLiMaDataset(BaseDataset):
     @staticmethod
     def load(**kwargs):
         refuse_removed_options(NoLiMaDataset.REMOVED_OPTIONS, kwargs, NoLiMaError)
-        return record_build('NoLiMaDataset', kwargs, load_nolima(**kwargs), 'prompt_tokens_approx')
+        return record_build(BENCHMARK.dataset_type, kwargs, load_nolima(**kwargs), BENCHMARK.tokens_column)

@@ -1,0 +1,200 @@
+"""A benchmark's face: the few things the planner, the run checks and the summarizer need to know of it.
+
+Each benchmark package (``babilong/``, ``longbio/``, ``nolima/``) has a ``face.py`` with one
+:class:`BenchmarkFace` named ``BENCHMARK``, and its dataset class carries it as ``benchmark``. The code above
+the benchmark rooms reads these members and never branches on a benchmark's name, so a new benchmark is a new
+room with this face:
+
+* ``name``, ``dataset_type`` (the dataset class's name, also the kind of its build records), ``tier_unit``
+  (tokens per 'k' of a tier) and ``tokens_column`` (the per-row prompt-token column its loader writes);
+* ``data_tokenizer(cfg)``: the tokenizer that counts the dataset's tiers;
+* ``estimate_rows(cfg, tier_tokens)`` and ``estimate_prompt_tokens(cfg, tier_tokens)`` (the longest prompt, in
+  the data tokenizer), read by :meth:`BenchmarkFace.size`, which prefers the dataset's build record (exact);
+* ``sample_text(cfg)``: some of the text its prompts are made of, read cheaply (None when not at hand), and
+  ``sample_keys``: the config keys that decide that text;
+* ``checks``: the data checks of a config (each returns its problems, with the command that fixes them, or
+  raises an error that says it), and ``check_keys``: the config keys that decide their answer;
+* ``fits(cfg)``: None when the dataset's tier can hold its prompts, else why not (a config to leave out);
+* ``summary``: its tables (:class:`Bench`: pattern, rows, base tiers), the headline one first.
+
+:func:`face_of` finds a dataset config's face from its ``type``; :func:`all_faces` lists every room's.
+"""
+import importlib
+import os
+import pkgutil
+import re
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from .cache import read_build_record
+from .tiers import Tier, TierError, parse_tier
+
+
+# ---------------------------------------------------------------------------------------------- summary tables
+@dataclass(frozen=True)
+class Row:
+    """A table row: the mean of some tasks' scores, or (``of_rows``) the mean of other rows of the same tier.
+
+    By default every task must be there (the BABILong leaderboard's avg needs all of qa1-qa5); with
+    ``partial_ok`` the row is the mean of the tasks the tier has (LongBioBench leaves the n=5/10 cells out of
+    its smallest tiers).
+    """
+    name: str
+    tasks: Tuple[str, ...] = ()
+    partial_ok: bool = False
+    of_rows: Tuple[str, ...] = ()
+    detail_filter: Tuple[str, str] = ()   # (key, value): accuracy over the per-sample details that match
+
+
+@dataclass(frozen=True)
+class Bench:
+    """How a benchmark's dataset abbrs map to table rows and tiers: a regular expression that reads the task and
+    the tier from an abbr, the rows of the main table (the first row is the headline used for effective length),
+    the tiers that make the model's short-context base, and the metric's name in the results file."""
+    name: str
+    pattern: str
+    rows: Tuple[Row, ...]
+    base_tiers: Tuple[str, ...]
+    metric: str = 'accuracy'
+    tier_unit: int = 1000
+    notes: str = ''
+    # 'nolima': the base score is NoLiMa's per-pair one, computed from the per-test details
+    # (opencompass_longctx.nolima.metrics), not the best row score at base_tiers
+    paper_base: Optional[str] = None
+
+    def match(self, abbr: str) -> Optional[Tuple[str, str]]:
+        m = re.match(self.pattern, abbr)
+        if not m:
+            return None
+        try:
+            tier = parse_tier(m.group('tier')).name
+        except TierError:
+            return None
+        return m.group('task'), tier
+
+
+TIER_PATTERN = r'(?P<tier>[0-9.]+[kKmM]?)'
+
+
+# ---------------------------------------------------------------------------------------------- the face
+LOAD_KEYS_SKIPPED = ('type', 'abbr', 'reader_cfg', 'infer_cfg', 'eval_cfg', 'n', 'k')
+
+
+def load_kwargs(dataset_cfg) -> Dict:
+    """The keys OpenCompass passes to the dataset's ``load`` (everything but type/abbr/reader/infer/eval)."""
+    return {k: v for k, v in dict(dataset_cfg).items() if k not in LOAD_KEYS_SKIPPED}
+
+
+@dataclass(frozen=True)
+class DatasetSize:
+    """Rows and prompt tokens of one dataset config, in its data tokenizer."""
+    tier: Tier
+    tier_tokens: int         # the tier in the benchmark's own tokens
+    rows: int
+    prompt_tokens: int       # all rows
+    row_tokens: int          # one prompt by the tier arithmetic (the longest)
+    exact: bool              # True: from the dataset's build record; False: the tier arithmetic
+
+
+def _no_problem(d: Dict) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class BenchmarkFace:
+    name: str
+    dataset_type: str
+    tier_unit: int
+    tokens_column: str
+    data_tokenizer: Callable[[Dict], str]
+    estimate_rows: Callable[[Dict, int], int]
+    estimate_prompt_tokens: Callable[[Dict, int], int]
+    sample_text: Callable[[Dict], Optional[str]]
+    sample_keys: Tuple[str, ...]
+    checks: Tuple[Callable[[Dict], List[str]], ...]
+    check_keys: Tuple[str, ...]
+    summary: Tuple[Bench, ...]
+    fits: Callable[[Dict], Optional[str]] = _no_problem
+
+    def tier(self, d: Dict) -> Tier:
+        if 'tier' not in d:
+            raise TierError(f"{d.get('abbr', 'a dataset')}: the dataset config has no tier")
+        return parse_tier(d['tier'])
+
+    def size(self, d: Dict) -> DatasetSize:
+        """Exact from the build record of an earlier load with the same arguments, else the tier arithmetic."""
+        tier = self.tier(d)
+        tier_tokens = tier.tokens(self.tier_unit)
+        per_row = self.estimate_prompt_tokens(d, tier_tokens)
+        rec = read_build_record(self.dataset_type, load_kwargs(d))
+        if rec and rec.get('prompt_tokens') is not None:
+            return DatasetSize(tier, tier_tokens, rec['rows'], rec['prompt_tokens'], per_row, True)
+        rows = self.estimate_rows(d, tier_tokens)
+        return DatasetSize(tier, tier_tokens, rows, rows * per_row, per_row, False)
+
+    def problems(self, d: Dict) -> List[str]:
+        """Every problem the data checks find; an exception is a problem (its full, actionable message)."""
+        found: List[str] = []
+        for check in self.checks:
+            try:
+                found.extend(check(d) or [])
+            except Exception as e:  # noqa: BLE001 - every problem is reported, none stops the other checks
+                found.append(f'{type(e).__name__}: {e}')
+        return found
+
+
+def check_tokenizer(name) -> List[str]:
+    """A tokenizer option that names a missing path or a directory without tokenizer files."""
+    from .tokenization import is_missing_path, tokenizer_files
+    if not name or not isinstance(name, str) or name.startswith('tiktoken:'):
+        return []
+    if is_missing_path(name):
+        return [f'tokenizer {name!r} does not exist (give the evaluated model\'s tokenizer directory)']
+    if os.path.isdir(name) and not tokenizer_files(name):
+        return [f'tokenizer directory {name!r} has no tokenizer files']
+    return []
+
+
+# ---------------------------------------------------------------------------------------------- finding faces
+def _resolve(t):
+    """A config's ``type`` as the object it names: a class as is, a LazyObject built, a dotted path imported."""
+    if isinstance(t, type):
+        return t
+    if hasattr(t, 'build') and callable(t.build):          # mmengine's LazyObject
+        try:
+            return t.build()
+        except Exception:  # noqa: BLE001
+            return None
+    if isinstance(t, str) and '.' in t:
+        module, _, name = t.strip("<class '>").rpartition('.')
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError, ValueError):
+            return None
+    return None
+
+
+def face_of(dataset_cfg) -> Optional[BenchmarkFace]:
+    """The face of a dataset config's ``type`` (its class's ``benchmark``), or None for another dataset."""
+    t = dataset_cfg.get('type') if isinstance(dataset_cfg, dict) else dataset_cfg
+    face = getattr(_resolve(t), 'benchmark', None)
+    return face if isinstance(face, BenchmarkFace) else None
+
+
+_FACES: List[BenchmarkFace] = []
+
+
+def all_faces() -> Sequence[BenchmarkFace]:
+    """The face of every benchmark package of this one (each subpackage with a ``face`` module), by name."""
+    if not _FACES:
+        here = os.path.dirname(os.path.abspath(__file__))
+        for info in sorted(pkgutil.iter_modules([here]), key=lambda i: i.name):
+            if info.ispkg and os.path.isfile(os.path.join(here, info.name, 'face.py')):
+                _FACES.append(importlib.import_module(f'{__package__}.{info.name}.face').BENCHMARK)
+    return _FACES
+
+
+def summary_tables() -> List[Bench]:
+    """Every benchmark's tables: each headline table first (in the faces' order), then the second ones."""
+    faces = all_faces()
+    return [f.summary[0] for f in faces] + [b for f in faces for b in f.summary[1:]]

@@ -1,0 +1,62 @@
+"""LongBioBench's face (:mod:`opencompass_longctx.faces`): its sizes, its checks and its tables."""
+from typing import Dict, Optional
+
+from ..faces import TIER_PATTERN, Bench, BenchmarkFace, Row, check_tokenizer
+from ..tiers import parse_tier
+from .catalogue import LONGBIO_CATEGORIES, LONGBIO_CELLS, LONGBIO_NEED_TOKENS
+from .generator import DEFAULT_TOKENIZER, TIER_UNIT
+
+
+def data_tokenizer(d: Dict) -> str:
+    tok = d.get('tokenizer')
+    return DEFAULT_TOKENIZER if tok in (None, '', 'default') else tok   # as generator.make_spec reads it
+
+
+def estimate_rows(d: Dict, tier_tokens: int) -> int:
+    return int(d.get('num_samples', 800)) * (2 if d.get('cell') == 'idk' else 1)
+
+
+def estimate_prompt_tokens(d: Dict, tier_tokens: int) -> int:
+    if not tier_tokens:          # 0k: the needles and the prompt only (the most over the authors' 800 samples)
+        return LONGBIO_NEED_TOKENS.get(d.get('cell'), max(LONGBIO_NEED_TOKENS.values()))
+    return tier_tokens - int(d.get('reserve_tokens') or 0)
+
+
+def sample_text(d: Dict) -> Optional[str]:
+    """The user message of one small sample, in the dataset's tokenizer."""
+    from .generator import Generator, make_spec
+    spec = make_spec(parse_tier('1k'), cell='standard', tokenizer=d.get('tokenizer'))
+    return Generator(spec).rows(0)[0]['user']
+
+
+def fits(d: Dict) -> Optional[str]:
+    """None when the cell's needles and prompt (the most over the authors' 800 samples) and ``reserve_tokens``
+    fit the tier; else why not."""
+    need = LONGBIO_NEED_TOKENS.get(d.get('cell'))
+    tier = parse_tier(d['tier'])
+    budget = tier.tokens(TIER_UNIT)
+    reserve = int(d.get('reserve_tokens') or 0)
+    if need is None or not budget or need + reserve <= budget:
+        return None
+    return (f"LongBioBench {d.get('cell')} needs {need} tokens + reserve_tokens {reserve} > {budget} at "
+            f'{tier.name}')
+
+
+def _rows():
+    cats = tuple(Row(cat, tuple(c['cell'] for c in LONGBIO_CELLS if c['category'] == cat), partial_ok=True)
+                 for cat in LONGBIO_CATEGORIES)
+    return cats + (Row('mean', of_rows=tuple(LONGBIO_CATEGORIES)),)
+
+
+BENCHMARK = BenchmarkFace(
+    name='longbio', dataset_type='LongBioDataset', tier_unit=TIER_UNIT, tokens_column='prompt_tokens',
+    data_tokenizer=data_tokenizer, estimate_rows=estimate_rows, estimate_prompt_tokens=estimate_prompt_tokens,
+    sample_text=sample_text, sample_keys=('tokenizer',),
+    checks=(lambda d: check_tokenizer(d.get('tokenizer')),), check_keys=('tokenizer',), fits=fits,
+    summary=(Bench(name='longbio', pattern=r'^longbio_(?!strict_)(?P<task>[a-z_0-9]+?)_' + TIER_PATTERN + '$',
+                   rows=_rows(), base_tiers=('0k', '1k', '2k'), tier_unit=TIER_UNIT,
+                   notes='accuracy (%), compat mode; categories are means over their cells, mean over the '
+                         'categories'),
+             Bench(name='longbio_strict', pattern=r'^longbio_strict_(?P<task>[a-z_0-9]+?)_' + TIER_PATTERN + '$',
+                   rows=_rows(), base_tiers=('0k', '1k', '2k'), tier_unit=TIER_UNIT,
+                   notes='accuracy (%), strict mode (the authors\' bugs fixed)')))

@@ -1,0 +1,77 @@
+"""NoLiMa's face (:mod:`opencompass_longctx.faces`): its sizes, its data checks and its tables."""
+import os
+from typing import Dict, List, Optional
+
+from ..faces import TIER_PATTERN, Bench, BenchmarkFace, Row, check_tokenizer
+from ..tokenization import DEFAULT_TOKENIZER
+from . import data as ndata
+from .haystack import default_depth_intervals
+from .needles import EXPECTED_PAIRS, resolve_variant
+
+SAMPLE_CHARS = 60000
+PROMPT_EXTRA_TOKENS = 150     # besides the haystack of L tokens: needle, template and question
+
+
+def data_tokenizer(d: Dict) -> str:
+    return d.get('tokenizer') or DEFAULT_TOKENIZER
+
+
+def estimate_rows(d: Dict, tier_tokens: int) -> int:
+    """Pairs x haystacks x depths."""
+    pairs = d.get('pairs')
+    if isinstance(pairs, int) and not isinstance(pairs, bool):
+        n_pairs = pairs
+    elif isinstance(pairs, (list, tuple)):
+        n_pairs = len(pairs)
+    else:
+        try:
+            n_pairs = EXPECTED_PAIRS.get(resolve_variant(d.get('needle_set', 'main')), EXPECTED_PAIRS['main'])
+        except Exception:  # noqa: BLE001 - a custom needle set: the main set's size as the estimate
+            n_pairs = EXPECTED_PAIRS['main']
+    haystacks = len(d['haystacks']) if d.get('haystacks') else ndata.NUM_BOOKS
+    depths = (len(d['depth_indices']) if d.get('depth_indices') else
+              int(d.get('depth_intervals') or default_depth_intervals(tier_tokens)))
+    return n_pairs * haystacks * depths
+
+
+def estimate_prompt_tokens(d: Dict, tier_tokens: int) -> int:
+    return tier_tokens + PROMPT_EXTRA_TOKENS
+
+
+def sample_text(d: Dict) -> Optional[str]:
+    """The start of the first book."""
+    rel = ndata.book_relpaths('rand_shuffle', [0])[0]
+    with open(ndata.locate([rel], d.get('path'), False, None)[rel], encoding='utf-8') as f:
+        return f.read(SAMPLE_CHARS)
+
+
+def check_files(d: Dict) -> List[str]:
+    """The needle set and the books the loader reads (raises the loader's DataNotFoundError when missing)."""
+    ns = d.get('needle_set', 'main')
+    if isinstance(ns, str) and ns.endswith('.json'):
+        if not os.path.isfile(ns):
+            return [f'needle set {ns!r} does not exist']
+    else:
+        ndata.locate([ndata.needle_relpath(resolve_variant(ns))], d.get('path'), False, None, what='the needle set')
+    # 'auto' reads the short books first (the long ones only where those cannot hold L): both layouts need them
+    hs_tier = d.get('haystack_tier', 'auto')
+    books = list(d.get('haystacks') or range(ndata.NUM_BOOKS))
+    ndata.locate(ndata.book_relpaths('rand_shuffle' if hs_tier == 'auto' else hs_tier, books), d.get('path'),
+                 False, None, what='the books')
+    return []
+
+
+BENCHMARK = BenchmarkFace(
+    name='nolima', dataset_type='NoLiMaDataset', tier_unit=1000, tokens_column='prompt_tokens_approx',
+    data_tokenizer=data_tokenizer, estimate_rows=estimate_rows, estimate_prompt_tokens=estimate_prompt_tokens,
+    sample_text=sample_text, sample_keys=('path',),
+    checks=(lambda d: check_tokenizer(d.get('tokenizer')), check_files),
+    check_keys=('path', 'needle_set', 'tokenizer', 'haystacks', 'haystack_tier', 'tier'),
+    summary=(Bench(name='nolima', pattern=r'^nolima_(?P<task>main|hard|cot|mc|direct|distractor)_' + TIER_PATTERN
+                   + r'(?:@.+)?$',
+                   rows=(Row('main', ('main',)),
+                         Row('main one-hop', ('main',), detail_filter=('question_type', 'onehop')),
+                         Row('main two-hop', ('main',), detail_filter=('question_type', 'twohop')))
+                   + tuple(Row(v, (v,)) for v in ('hard', 'cot', 'mc', 'direct', 'distractor')),
+                   base_tiers=('250', '500', '1k'), paper_base='nolima',
+                   notes="accuracy (%), contains; 1k = 1000 tokens of the model's tokenizer"),))
