@@ -235,3 +235,35 @@ def test_caveat_marks_in_the_plan():
     assert "† qwen2.5-7b-instruct-1m: Qwen2.5-1M needs dual-chunk attention above 256k" in md
     other = shipped()['llama-3.1-8b-instruct']
     assert '†' not in P.to_markdown(P.summarize(P.make_plan([{'models': [other], 'datasets': datasets[:1]}])))
+
+
+def test_caveat_marks_in_the_tier_table(tmp_path, capsys):
+    """The long-context summarizer of a run (results written here): the 512k cells of the Qwen2.5-1M model are
+    marked with the reason as a footnote, its 256k cells and the other model's cells are not."""
+    from mmengine.config import ConfigDict
+
+    from opencompass_longctx import __version__
+    from opencompass_longctx.summarizers.longctx import LongCtxSummarizer
+    qwen = shipped()['qwen2.5-7b-instruct-1m']
+    models = [dict(abbr=qwen['abbr'], max_seq_len=qwen['max_seq_len'], caveats=qwen['caveats']),
+              dict(abbr='other', max_seq_len=1048576)]
+    abbrs = [f'babilong_qa{i}_{t}' for t in ('256k', '512k') for i in range(1, 6)]
+    for m in models:
+        res = tmp_path / 'results' / m['abbr']
+        res.mkdir(parents=True)
+        for a in abbrs:
+            (res / f'{a}.json').write_text(json.dumps({'accuracy': 40.0, 'counts': [{'n': 10, 'over_length': 0}],
+                                                       'package_version': [__version__], 'details': []}))
+    datasets = [dict(abbr=a, type='opencompass_longctx.babilong.dataset.BabilongDataset', tier=a.rsplit('_', 1)[1],
+                     infer_cfg=dict(retriever=dict(type='ZeroRetriever'),
+                                    inferencer=dict(type='opencompass_longctx.inferencer.LongCtxGenInferencer')))
+                for a in abbrs]
+    cfg = ConfigDict(dict(models=models, datasets=datasets, work_dir=str(tmp_path)))
+    LongCtxSummarizer(cfg, plots=False).summarize(time_str='t')
+    table = capsys.readouterr().out.split('Long-context tier table', 1)[1]
+    head = next(ln for ln in table.splitlines() if ln.startswith('| model |')).split(' | ')
+    i256, i512 = head.index('256k'), head.index('512k')
+    rows = {ln.split(' | ')[0][2:]: ln.split(' | ') for ln in table.splitlines() if ' | babilong | qa1-qa5 |' in ln}
+    assert rows[qwen['abbr']][i512] == '40.0 ±11.6†' and rows[qwen['abbr']][i256] == '40.0 ±11.6'
+    assert not any(c.endswith('†') for c in rows['other'])
+    assert ('- † qwen2.5-7b-instruct-1m at 512k: Qwen2.5-1M needs dual-chunk attention above 256k' in table)

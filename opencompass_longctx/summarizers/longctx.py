@@ -15,6 +15,7 @@ from opencompass.summarizers.default import (METRIC_BLACKLIST, METRIC_WHITELIST,
                                              model_abbr_from_cfg_used_in_summarizer)
 from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
 
+from .caveats import mark_caveats
 from .failures import Failure
 from .metrics import NOLIMA_RATIO, RULER_THRESHOLD
 from .report import ModelInfo, Results, build, to_markdown, write
@@ -143,6 +144,7 @@ class LongCtxSummarizer(RobustSummarizer):
         models, abbrs, expected = table_inputs(self.cfg)
         report = build(self.work_dir, models, abbrs, self.ruler_threshold, self.nolima_ratio,
                        self.model_aliases, expected=expected, results=self.results)
+        mark_caveats(report, self.cfg['models'])   # tiers a model runs beyond its engine's support: marked
         out_dir = os.path.dirname(output_path) if output_path else os.path.join(self.work_dir, 'summary')
         paths = write(report, out_dir, f'longctx_{time_str}', self.plots)
         print('\nLong-context tier table\n\n' + to_markdown(report))
