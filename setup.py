@@ -32,8 +32,9 @@ setup(
     ],
     extras_require={
         'test': ['pytest>=7', 'gguf==0.19.0'],
-        # GPU machines only: LMDeploy brings its own CUDA build of torch.
-        'lmdeploy': ['lmdeploy>=0.6'],
+        # GPU machines only: LMDeploy brings its own CUDA build of torch. Pinned: the backend choice, the engine
+        # keys, the RoPE parsing and the memory arithmetic are checked against 0.18.0's code (README, LMDeploy).
+        'lmdeploy': ['lmdeploy==0.18.0'],
     },
     entry_points={'console_scripts': [
         'longctx-tiny-model=opencompass_longctx.demo.tiny_model:main',
