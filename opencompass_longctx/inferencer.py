@@ -73,11 +73,12 @@ class LongCtxGenInferencer(GenInferencer):
             stats['over'] += unsent.count(OVER_LENGTH)
             return [next(outs) if ok else marker for ok, marker in zip(fits, unsent) for _ in range(per_prompt)]
 
-        model.generate_from_template, model.get_token_len = guarded, token_len
+        # model_window: read by the LMDeploy wrapper for a prompt its engine refuses (models/responses.py)
+        model.generate_from_template, model.get_token_len, model.model_window = guarded, token_len, window
         try:
             return super().inference(*args, **kwargs)
         finally:
-            del model.generate_from_template, model.get_token_len
+            del model.generate_from_template, model.get_token_len, model.model_window
             total = stats['over'] + stats['engine'] + stats['sent']
             get_logger().info(f'over-length policy {self.overlength!r}: {stats["over"]} of {total} prompts longer '
                               f'than max_seq_len {limit} minus max_out_len were not sent to the model')

@@ -12,14 +12,32 @@ OVER_LENGTH = '[opencompass-longctx: prompt longer than the model can hold; not 
 # score over fewer samples or as N/A.
 ENGINE_TOO_SMALL = ('[opencompass-longctx: prompt fits the model but not the engine sized for its tier band; '
                     'not sent to the model]')
+# The engine answered a prompt with an error that is neither of the above (LMDeploy's Response with
+# finish_reason 'error', see :mod:`opencompass_longctx.models.responses`): its empty text would be scored as a
+# wrong answer. Left out of the score like the others and counted apart (``counts['engine_error']``); the error
+# itself is in the task's log, and the tier table shows the dataset as missing with the reason.
+ENGINE_ERROR = '[opencompass-longctx: the engine returned an error for this prompt (see the infer log); not scored]'
+MARKERS = (OVER_LENGTH, ENGINE_TOO_SMALL, ENGINE_ERROR)
 
 
 def is_over_length(prediction) -> bool:
-    return isinstance(prediction, str) and prediction in (OVER_LENGTH, ENGINE_TOO_SMALL)
+    """Whether a prediction is one of the markers: a sample left out of the score (counted in 'over_length')."""
+    return isinstance(prediction, str) and prediction in MARKERS
 
 
 def engine_misses(predictions) -> int:
     return sum(isinstance(p, str) and p == ENGINE_TOO_SMALL for p in predictions)
+
+
+def marker_counts(predictions, samples=None) -> dict:
+    """The counts every evaluator of this package writes: 'over_length' (samples left out of the score, any
+    marker), 'engine_too_small' and 'engine_error'. With ``samples`` (one sample id per prediction, as
+    LongBioBench's rows), each counts distinct samples instead of predictions."""
+    keys = list(range(len(predictions))) if samples is None else list(samples)
+    marked = {name: {k for k, p in zip(keys, predictions) if is_over_length(p) and (marker is None or p == marker)}
+              for name, marker in (('over_length', None), ('engine_too_small', ENGINE_TOO_SMALL),
+                                   ('engine_error', ENGINE_ERROR))}
+    return {name: len(ks) for name, ks in marked.items()}
 
 
 def split(predictions):

@@ -3,7 +3,9 @@
 With one inference task per (model, tier band) (:class:`~opencompass_longctx.partitioner.LongCtxPartitioner`), and
 evaluation tasks that hold many datasets, a task holds many datasets; OpenCompass's ``OpenICLInferTask`` and
 ``OpenICLEvalTask`` stop at the first exception, so one bad dataset would lose every later dataset of its task.
-``LongCtxInferTask`` builds the model once, as OpenCompass's does, then builds and runs each dataset in turn;
+``LongCtxInferTask`` builds the model once, as OpenCompass's does, then builds and runs each dataset in turn (a
+model that fails to build is not built again: each remaining dataset of the task fails at once with the same
+exception; an LMDeploy model's task starts with plain ``python`` whatever its tp, see ``get_command``);
 ``LongCtxEvalTask`` scores each dataset in turn. A dataset that fails is logged
 (``longctx: dataset failed [model/dataset]: <exception>``, with its traceback) and the next one runs. When any
 failed, the task ends with an error listing them, so the runner and the tier table (which reads these lines)
@@ -67,25 +69,41 @@ class LongCtxInferTask(_GoesOn, OpenICLInferTask):
     stage = 'infer'
 
     def get_command(self, cfg_path, template):
+        """OpenCompass's command, except that an LMDeploy model's task starts with plain ``python`` whatever its tp:
+        OpenCompass wraps a task with ``num_gpus > 1`` in ``torch.distributed.run`` unless the model's type string
+        contains 'VLLM' or 'Lmdeploy' (openicl_infer.py:50-61), which this package's class paths do not; the
+        engine starts its own tensor-parallel workers (and LMDeploy's PyTorch engine takes MASTER_PORT from the
+        environment, mp_executor.py:214-215, where torchrun would have set its own)."""
         import opencompass.tasks.openicl_infer as base
+        from .plan import is_lmdeploy
+        if is_lmdeploy(self.model_cfgs[0]):
+            return template.format(task_cmd=f'{sys.executable} {osp.abspath(__file__)} --stage {self.stage} '
+                                            f'{cfg_path}')
         return self._command(base, super().get_command(cfg_path, template))
 
     def run(self, cur_model=None, cur_model_abbr=None):
         self.logger.info(f'Task {task_abbr_from_cfg(self.cfg)}')
-        models = {}
+        models = {}   # abbr -> the model, or the exception its build raised (remembered: never built twice)
 
         def infer(model_cfg, dataset_cfg):
             self.max_out_len = model_cfg.get('max_out_len', None)
             self.batch_size = model_cfg.get('batch_size', None)
             self.min_out_len = model_cfg.get('min_out_len', None)
-            abbr = model_abbr_from_cfg(model_cfg)
-            if abbr not in models:  # each model is built once per task, before its first dataset
-                models[abbr] = (cur_model if cur_model and cur_model_abbr == abbr
-                                else build_model_from_cfg(model_cfg))
-            self.model, self.model_cfg, self.dataset_cfg = models[abbr], model_cfg, dataset_cfg
-            self.infer_cfg = dataset_cfg['infer_cfg']
             if osp.exists(get_infer_output_path(model_cfg, dataset_cfg, osp.join(self.work_dir, 'predictions'))):
                 return
+            abbr = model_abbr_from_cfg(model_cfg)
+            if abbr not in models:  # each model is built once per task, before its first dataset to run
+                try:
+                    models[abbr] = (cur_model if cur_model and cur_model_abbr == abbr
+                                    else build_model_from_cfg(model_cfg))
+                except Exception as e:
+                    models[abbr] = e
+                    raise
+            if isinstance(models[abbr], Exception):  # the remaining datasets fail at once with the same reason
+                self.logger.error(f'{abbr} failed to build for an earlier dataset of this task: not built again')
+                raise models[abbr]
+            self.model, self.model_cfg, self.dataset_cfg = models[abbr], model_cfg, dataset_cfg
+            self.infer_cfg = dataset_cfg['infer_cfg']
             self.sub_cfg = {'models': [model_cfg], 'datasets': [[dataset_cfg]]}
             self.dataset = build_dataset_from_cfg(dataset_cfg)
             self._inference()

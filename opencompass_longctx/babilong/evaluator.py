@@ -22,7 +22,7 @@ class BabilongEvaluator(BaseEvaluator):
 
     def score(self, predictions, references, test_set):
         predictions = overlength.check_predictions(predictions, len(references), len(test_set), ScoringError)
-        kept, over = overlength.split(predictions)
+        kept, _ = overlength.split(predictions)
         questions, tasks = test_set['question'], test_set['task']
         res = score_many([predictions[i] for i in kept], [references[i] for i in kept],
                          [questions[i] for i in kept], [tasks[i] for i in kept], self.mode)
@@ -35,8 +35,7 @@ class BabilongEvaluator(BaseEvaluator):
         # accuracy; when every sample is over-length there is no accuracy (the summarizer shows N/A).
         out = {'scoring_mode': self.mode, 'package_version': __version__,
                'counts': {'n': len(predictions), 'correct': res['correct'],
-                          'invalid_predictions': res['invalid_predictions'], 'over_length': over,
-                          'engine_too_small': overlength.engine_misses(predictions)},
+                          'invalid_predictions': res['invalid_predictions'], **overlength.marker_counts(predictions)},
                'details': details}
         if kept:
             out['accuracy'] = res['accuracy']

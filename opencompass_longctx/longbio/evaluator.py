@@ -94,9 +94,8 @@ class LongBioEvaluator(BaseEvaluator):
                 details[i] = d
             out.update(accuracy=res['accuracy'], headline=res['headline'], submetrics=res['submetrics'])
             counts = res['counts']
-        out['counts'] = dict(counts, samples=len(set(samples)), n=len(set(samples)), over_length=len(over),
-                             engine_too_small=len({s for s, p in zip(samples, predictions)
-                                                   if overlength.engine_misses([p])}))
+        out['counts'] = dict(counts, samples=len(set(samples)), n=len(set(samples)),
+                             **overlength.marker_counts(predictions, samples))
         for d, s in zip(details, sent):
             d['answer_prefix'] = s
         out['details'] = details

@@ -29,7 +29,7 @@ from typing import Dict, Optional, Tuple
 
 from opencompass.models import TurboMindModelwithChatTemplate
 
-from . import prefill, recipe
+from . import prefill, recipe, responses
 
 KV_BYTES = {0: 2.0, 8: 1.0, 4: 0.5}  # quant_policy -> bytes per cached value
 
@@ -282,6 +282,8 @@ class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
         self.rope = recipe.effective_rope(recipe_cfg, engine_config.get('session_len'))
         super().__init__(path=path, engine_config=engine_config, backend=self.backend, max_seq_len=max_seq_len,
                          tokenizer_only=tokenizer_only, **kwargs)
+        if not tokenizer_only:  # LMDeploy's error responses become markers, never empty answers that are scored
+            self.pipe = responses.ResponsePipe(self.pipe, self)
         self.continue_final_message = bool(continue_final_message)
         if self.continue_final_message:
             prefill.enable(self)

@@ -7,7 +7,7 @@ from opencompass.openicl.icl_evaluator import BaseEvaluator
 from .. import __version__
 from .scoring import METRICS, check_metric, check_predictions, score_many
 
-from ..overlength import engine_misses, is_over_length
+from ..overlength import is_over_length, marker_counts
 
 DETAIL_FIELDS = ('pair', 'entry_id', 'group', 'test_id', 'question_type', 'order', 'reasoning_type', 'variant',
                  'haystack',
@@ -47,7 +47,6 @@ class NoLiMaEvaluator(BaseEvaluator):
         meta = [{k: v[i] for k, v in columns.items()} for i in range(len(test_set))]
         predictions = check_predictions(predictions, len(golds))
         kept = [i for i, p in enumerate(predictions) if not is_over_length(p)]
-        over = len(predictions) - len(kept)
         res = score_many([predictions[i] for i in kept], [golds[i] for i in kept], self.metric, self.strip_think,
                          [meta[i] for i in kept]) if kept else None
         scored = iter(res['details'] if res else [])
@@ -55,7 +54,7 @@ class NoLiMaEvaluator(BaseEvaluator):
                          'correct': False, **{m: False for m in METRICS}}, **meta[i])
                    if is_over_length(p) else next(scored) for i, p in enumerate(predictions)]
         counts = dict(res['counts']) if res else dict(n=0, correct=0)
-        counts.update(n=len(predictions), over_length=over, engine_too_small=engine_misses(predictions))
+        counts.update(n=len(predictions), **marker_counts(predictions))
         out = {
             'metric': self.metric,
             'strip_think': str(self.strip_think),

@@ -115,6 +115,22 @@ class _Logs:
         return None, []
 
 
+def incomplete_reason(abbr: str, counts: dict, n: int) -> Optional[str]:
+    """Why a dataset whose evaluator wrote these counts is incomplete (the tier table shows it as missing), or None:
+    samples its engine could not hold (``engine_too_small``) or answered with an error (``engine_error``), both
+    left out of the score (:mod:`opencompass_longctx.overlength`)."""
+    engine, errors = int(counts.get('engine_too_small', 0) or 0), int(counts.get('engine_error', 0) or 0)
+    parts = []
+    if engine:
+        parts.append(f'{engine} of {n} samples fit the model but not the engine sized for their tier band (not sent, '
+                     'or refused by LMDeploy: see the infer log): rerun this dataset with a larger headroom or KV '
+                     'cache')
+    if errors:
+        parts.append(f'{errors} of {n} samples got an error response from the engine (not scored; LMDeploy\'s '
+                     'error is in the infer log): rerun this dataset')
+    return f'{abbr}: ' + '; '.join(parts) if parts else None
+
+
 def usable(res: Optional[dict]) -> bool:
     return res is not None and 'error' not in res
 

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from .. import __version__
 from ..tiers import parse_tier, sort_tiers
 from .metrics import NOLIMA_RATIO, RULER_THRESHOLD, effective_length, mean_with_ci, nolima_threshold
-from .failures import Failure, find_failures
+from .failures import Failure, find_failures, incomplete_reason
 from .specs import BENCHMARKS, Bench, Cell, bench_by_name, classify
 
 _DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
@@ -97,7 +97,7 @@ def table_problem(res: dict, metric: str) -> Optional[str]:
     if counts not in (None, [], {}):
         if not isinstance(counts, dict):
             return f'counts is {_preview(counts)}, not an object'
-        for key in ('n', 'over_length', 'engine_too_small'):
+        for key in ('n', 'over_length', 'engine_too_small', 'engine_error'):
             v = counts.get(key, 0)
             if not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
                 return f'counts.{key} is {_preview(v)}, not a whole number'
@@ -190,11 +190,9 @@ def task_cell(bench: Bench, res: Optional[dict], tier: str, model: ModelInfo, no
     counts = _first(res.get('counts')) or {}
     n = int(counts.get('n', len(res.get('details') or [])))
     over = int(counts.get('over_length', 0))
-    engine = int(counts.get('engine_too_small', 0) or 0)
-    if engine:
-        return Cell(status='missing', n=n, reason=f'{abbr}: {engine} of {n} samples fit the model but not the engine '
-                    'LongCtxPartitioner sized for their tier band (not sent): rerun this dataset with a larger '
-                    'headroom')
+    incomplete = incomplete_reason(abbr, counts, n)
+    if incomplete:
+        return Cell(status='missing', n=n, reason=incomplete)
     if n and over >= n:
         return Cell(status='n/a', n=n, reason=f'all {n} samples longer than the model can hold')
     version = _first(res.get('package_version'))

@@ -1,44 +1,149 @@
-"""A test double of LMDeploy's engine, for CPU runs of the real opencompass pipeline with LMDeploy model configs.
+"""A test double of LMDeploy's engine only, for CPU runs of the real opencompass pipeline with LMDeploy model configs.
 
-``RecordingTurboMindModel`` is the project's ``LongCtxTurboMindModel`` (engine-key validation against LMDeploy's
-real config classes, the tp == GPUs check, the KV-cache preflight, OpenCompass's real TurboMind wrapper with its
-chat template and stop words); only ``lmdeploy.pipeline``, the call that would start a CUDA engine, is replaced.
-The stand-in engine answers bAbI-style questions with the project's rule reader, and appends one JSON line per
-engine construction and per batch it receives to ``$LONGCTX_FAKE_LMDEPLOY_LOG``. Importable in OpenCompass's
-task subprocesses when this directory is on PYTHONPATH (``type='lmdeploy_double.RecordingTurboMindModel'``).
+``RecordingTurboMindModel`` is the project's ``LongCtxTurboMindModel`` (engine-key validation, the tp == GPUs check,
+the KV-cache preflight, OpenCompass's real TurboMind wrapper with its chat template and stop words), and LMDeploy
+0.18's own ``pipeline`` runs: its backend choice (``autoget_backend_config``, with TurboMind reported available as
+on a GPU machine that has the full wheel), ``AsyncEngine`` with the real ``lmdeploy.tokenizer.Tokenizer`` on the
+model directory, its chat template, the session_len check and its error responses, the detokenization, and
+``Pipeline._infer``, which turns failed requests into ``Response(finish_reason='error', ...)``. Only the engine
+``AsyncEngine`` would build (TurboMind's or the PyTorch engine, whose forward needs a GPU) is replaced by
+:class:`FakeEngine`: it reads the prompt's token ids back with the real tokenizer and answers bAbI-style questions
+with the project's rule reader.
+
+Where it matters the fake engine behaves as the real ones (``RecordingTurboMindModel(fake_engine=dict(...))``):
+
+* ``kv_tokens``: the number of tokens its KV cache holds. A request that cannot be admitted even alone
+  (prompt + max_new_tokens > kv_tokens) gets TurboMind's status ``OUT_OF_MEMORY`` ("cache out of memory, no
+  request can be admitted"; TurboMind fails it when it can no longer grow, the double at once); on the PyTorch
+  engine an input longer than ``min(session_len, kv_tokens - block_size)`` gets ``INPUT_LENGTH_ERROR`` and a longer
+  answer is cut to fit (pytorch/engine/engine.py:328-341, 470-481). A batch that does not fit as a whole queues,
+  as in both engines (the double serves its requests one at a time).
+* ``session_len``: the engine's ``session_len``, below the configured one, so that LMDeploy's own check
+  (``Input length (N) must be smaller than the model context length (S).``) refuses prompts the project's
+  over-length check let through, as when the project's token count and the engine's differ.
+* ``error_every``: every n-th request fails with ``INTERNAL_ENGINE_ERROR`` (a generic engine failure).
+
+One JSON line per engine construction (``event: engine``), per model construction (``build``) and per batch the
+wrapper sends (``batch``) goes to ``$LONGCTX_FAKE_LMDEPLOY_LOG`` when it is set. Importable in OpenCompass's task
+subprocesses when this directory is on PYTHONPATH (``type='lmdeploy_double.RecordingTurboMindModel'``).
 """
+import copy
 import json
 import os
 
 from opencompass_longctx.models.lmdeploy import LongCtxTurboMindModel
 
+_NEXT = {}   # the fake_engine settings of the model being built (one model is built at a time in a process)
+
 
 def _log(record):
-    with open(os.environ['LONGCTX_FAKE_LMDEPLOY_LOG'], 'a', encoding='utf-8') as f:  # one short append per line
-        f.write(json.dumps(dict(record, pid=os.getpid())) + '\n')
+    path = os.environ.get('LONGCTX_FAKE_LMDEPLOY_LOG')
+    if path:
+        with open(path, 'a', encoding='utf-8') as f:  # one short append per line
+            f.write(json.dumps(dict(record, pid=os.getpid())) + '\n')
 
 
-def fake_pipeline(model_path, backend_config=None, **kwargs):
-    from lmdeploy.messages import Response
+class FakeEngine:
+    """What ``AsyncEngine`` uses of TurboMind's or the PyTorch engine: ``engine_config``, ``create_instance()``,
+    ``close()``; each instance's ``async_stream_infer`` yields LMDeploy's ``EngineOutput``."""
 
-    from opencompass_longctx.models.rule_reader import BabiRuleReader
-    cfg = backend_config
-    engine = {'path': model_path, 'session_len': cfg.session_len, 'max_batch_size': cfg.max_batch_size,
-              'tp': cfg.tp, 'cache_max_entry_count': cfg.cache_max_entry_count,
-              'cuda_visible_devices': os.environ.get('CUDA_VISIBLE_DEVICES')}
-    _log(dict(engine, event='engine'))
-    reader = BabiRuleReader(tokenizer='tiktoken:gpt2')
+    def __init__(self, async_engine, backend, config, kv_tokens=None, session_len=None, error_every=None):
+        from opencompass_longctx.demo.rule_reader import BabiRuleReader
+        self.engine_config = copy.copy(config)
+        self.engine_config.enable_metrics = False   # prometheus_client is not installed here; metrics are not tested
+        if session_len:
+            assert session_len < config.session_len, 'the fake session_len must be below the configured one'
+            async_engine.session_len = self.engine_config.session_len = session_len
+        self.backend, self.tokenizer, self.requests = backend, async_engine.tokenizer, 0
+        self.kv_tokens, self.error_every = kv_tokens, error_every
+        self.block = config.block_size if backend == 'pytorch' else config.cache_block_seq_len
+        self.reader = BabiRuleReader(tokenizer='tiktoken:gpt2')
+        _log({'event': 'engine', 'backend': backend, 'path': async_engine.model_name,
+              'session_len': self.engine_config.session_len, 'max_batch_size': config.max_batch_size, 'tp': config.tp,
+              'cache_max_entry_count': config.cache_max_entry_count, 'kv_tokens': kv_tokens,
+              'cuda_visible_devices': os.environ.get('CUDA_VISIBLE_DEVICES')})
 
-    def pipe(prompts, gen_config=None, do_preprocess=None):
-        _log({'event': 'batch', 'size': len(prompts), 'session_len': cfg.session_len,
-              'max_batch_size': cfg.max_batch_size, 'max_new_tokens': gen_config.max_new_tokens})
-        return [Response(text=reader.answer(p), generate_token_len=8, input_token_len=len(p) // 4) for p in prompts]
-    return pipe
+    def create_instance(self, cuda_stream_id=0):
+        return FakeInstance(self)
+
+    def close(self):
+        pass
+
+    def admit(self, input_len, max_new_tokens):
+        """(the error status of a request the engine refuses or None, the tokens it may generate)."""
+        from lmdeploy.messages import ResponseType
+        self.requests += 1
+        if self.error_every and self.requests % self.error_every == 0:
+            return ResponseType.INTERNAL_ENGINE_ERROR, 0
+        if self.kv_tokens is None:
+            return None, max_new_tokens
+        if self.backend == 'pytorch':
+            longest = min(self.engine_config.session_len, self.kv_tokens - self.block)
+            if input_len > longest:
+                return ResponseType.INPUT_LENGTH_ERROR, 0
+            return None, min(max_new_tokens, longest - input_len)
+        if input_len + max_new_tokens > self.kv_tokens:
+            return ResponseType.OUT_OF_MEMORY, 0
+        return None, max_new_tokens
+
+    def forward(self, input_ids, max_new_tokens, stop_ids):
+        """The answer's token ids: the rule reader on the prompt as the engine received it, then a stop token."""
+        text = self.reader.answer(self.tokenizer.decode(input_ids, skip_special_tokens=False))
+        ids = self.tokenizer.encode(text, add_bos=False) + list(stop_ids[:1])
+        return ids[:max_new_tokens]
+
+
+class FakeInstance:
+
+    def __init__(self, engine):
+        self.engine = engine
+
+    async def async_stream_infer(self, session_id, input_ids, gen_config=None, stream_output=False, **kwargs):
+        from lmdeploy.messages import EngineOutput, ResponseType
+        status, max_new = self.engine.admit(len(input_ids), gen_config.max_new_tokens)
+        if status is not None:
+            yield EngineOutput(status, [])
+            return
+        yield EngineOutput(ResponseType.FINISH, self.engine.forward(input_ids, max_new, gen_config.stop_token_ids or []))
+
+    async def async_cancel(self, session_id=None):
+        pass
+
+    async def async_end(self, session_id):
+        pass
+
+
+def _install():
+    """LMDeploy as on a GPU machine, with FakeEngine where it would build TurboMind or the PyTorch engine."""
+    import lmdeploy.turbomind
+    from lmdeploy.pipeline import Pipeline
+    from lmdeploy.serve.core.async_engine import AsyncEngine
+    if getattr(AsyncEngine, '_longctx_double', False):
+        return
+    lmdeploy.turbomind.is_available = lambda: True   # the backend choice is LMDeploy's, as with the full wheel
+
+    def builder(backend):
+        def build(self, model_path, backend_config=None, **kwargs):
+            return FakeEngine(self, backend, backend_config, **_NEXT)
+        return build
+    AsyncEngine._build_turbomind, AsyncEngine._build_pytorch = builder('turbomind'), builder('pytorch')
+    AsyncEngine._longctx_double = True
+    infer = Pipeline.infer
+
+    def logged_infer(self, prompts, gen_config=None, **kwargs):
+        _log({'event': 'batch', 'size': len(prompts), 'session_len': self.backend_config.session_len,
+              'max_batch_size': self.backend_config.max_batch_size, 'max_new_tokens': gen_config.max_new_tokens})
+        return infer(self, prompts, gen_config=gen_config, **kwargs)
+    Pipeline.infer = logged_infer
 
 
 class RecordingTurboMindModel(LongCtxTurboMindModel):
+    """``LongCtxTurboMindModel`` on LMDeploy's real pipeline with :class:`FakeEngine` (``fake_engine``: its
+    settings, see the module doc)."""
 
-    def __init__(self, *args, **kwargs):
-        import lmdeploy
-        lmdeploy.pipeline = fake_pipeline  # OpenCompass's wrapper imports it when it builds the engine
+    def __init__(self, *args, fake_engine=None, **kwargs):
+        _log({'event': 'build', 'path': kwargs.get('path', args[0] if args else None)})
+        _install()
+        _NEXT.clear()
+        _NEXT.update(fake_engine or {})
         super().__init__(*args, **kwargs)

@@ -1,0 +1,122 @@
+"""LMDeploy's error responses as the markers they mean, never an empty answer that is scored.
+
+LMDeploy 0.18's ``Pipeline`` never raises for a failed request: ``Pipeline._infer`` (lmdeploy/pipeline.py:395-416)
+turns a ``RequestError`` or any exception into ``Response(text='', finish_reason='error', error_code=...,
+error_message=...)``, and OpenCompass's TurboMind wrapper reads only ``.text``
+(opencompass/models/turbomind_with_tf_above_v4_33.py:182-184), so each failed request would be scored as a wrong
+answer. :class:`ResponsePipe` wraps the wrapper's ``pipe`` (``LongCtxTurboMindModel`` installs it) and gives each
+such response the text of the marker it means (:mod:`opencompass_longctx.overlength`); the evaluators leave the
+sample out of the score and count it, and the tier table shows the dataset as incomplete with the reason:
+
+* ``context_length_exceeded`` from ``AsyncEngine.preprocess`` (serve/core/async_engine.py:549-552, message
+  ``Input length (N) must be smaller than the model context length (S).``): the engine counted N >= session_len
+  tokens. ``LongCtxGenInferencer`` sends only prompts whose length plus ``max_out_len`` fits ``max_seq_len <=
+  session_len``, so this prompt got there because the project's count (the wrapper's tokenizer and chat template)
+  and the engine's differ. The engine's count is what the model would see, so it is judged as the inferencer
+  judges its own: :data:`ENGINE_TOO_SMALL` when the model's window (the inferencer's ``model_window``, set while it
+  runs) holds N + ``max_new_tokens``, i.e. only this band's engine was too small; else :data:`OVER_LENGTH`.
+* ``context_length_exceeded`` from the engine itself (the default message: the prompt passed the session_len
+  check). The PyTorch engine refuses an input longer than ``min(session_len, KV-cache tokens - one block)``
+  (pytorch/engine/engine.py:328-341, engine_instance.py:196-197): its KV cache cannot hold the sequence, so
+  :data:`ENGINE_TOO_SMALL`.
+* TurboMind's ``OUT_OF_MEMORY`` status ("cache out of memory, no request can be admitted": the KV cache cannot
+  admit the sequence even alone). LMDeploy 0.18 turns it into a plain ``internal_error``
+  (``AsyncEngine._request_error_from_status``, async_engine.py:609-619); :func:`keep_out_of_memory` gives that
+  error the message :data:`KV_FULL` so that it can be told from other internal errors: :data:`ENGINE_TOO_SMALL`.
+* anything else with ``finish_reason`` 'error' or 'abort', or an ``error_code``: :data:`ENGINE_ERROR`.
+
+Each mapped response is logged (``longctx: engine error response ...``: the error code, LMDeploy's message, the
+marker given); the engine errors at ERROR level.
+"""
+import re
+from collections import Counter
+
+from opencompass.utils import get_logger
+
+from ..overlength import ENGINE_ERROR, ENGINE_TOO_SMALL, OVER_LENGTH
+
+CONTEXT_LENGTH_EXCEEDED = 'context_length_exceeded'   # lmdeploy.serve.core.exceptions.ErrorCode values
+INTERNAL_ERROR = 'internal_error'
+KV_FULL = ('TurboMind: cache out of memory, the KV cache cannot admit this sequence even alone '
+           '(ResponseType.OUT_OF_MEMORY)')
+_SESSION_CHECK = re.compile(r'Input length \((\d+)\) must be smaller than the model context length \((\d+)\)')
+LOGGED = 'longctx: engine error response'
+
+
+def keep_out_of_memory(async_engine) -> None:
+    """Make ``async_engine`` (LMDeploy's ``AsyncEngine``) report TurboMind's OUT_OF_MEMORY status with the message
+    :data:`KV_FULL` (still as ``internal_error``) instead of the generic internal-error message. No-op for a pipe
+    without one."""
+    original = getattr(async_engine, '_request_error_from_status', None)
+    if original is None:
+        return
+    from lmdeploy.messages import ResponseType
+
+    def request_error_from_status(status):
+        error = original(status)
+        if status == ResponseType.OUT_OF_MEMORY:
+            error.message = KV_FULL   # Pipeline._infer copies e.message into Response.error_message
+        return error
+    async_engine._request_error_from_status = request_error_from_status
+
+
+def marker_for(response, max_new_tokens: int, window=None):
+    """The marker an LMDeploy ``Response`` means, or None when it is an answer (see the module doc). ``window``:
+    the model's window when it is larger than this engine's (a tier band's engine), else None."""
+    finish, code = getattr(response, 'finish_reason', None), getattr(response, 'error_code', None)
+    if finish not in ('error', 'abort') and not code:
+        return None
+    message = getattr(response, 'error_message', None) or ''
+    if code == CONTEXT_LENGTH_EXCEEDED:
+        counted = _SESSION_CHECK.search(message)
+        if counted is None:          # the engine's own check, after the session_len check passed: its KV cache
+            return ENGINE_TOO_SMALL
+        need = int(counted.group(1)) + (max_new_tokens or 0)
+        return ENGINE_TOO_SMALL if window and need <= window else OVER_LENGTH
+    if code == INTERNAL_ERROR and message == KV_FULL:
+        return ENGINE_TOO_SMALL
+    return ENGINE_ERROR
+
+
+class ResponsePipe:
+    """LMDeploy's pipeline, its error responses given the marker they mean as their text (module doc).
+
+    ``model``: the OpenCompass wrapper that owns the pipe; its ``max_seq_len`` and, while
+    ``LongCtxGenInferencer`` runs, its ``model_window`` decide between over-length and engine-too-small.
+    ``counts``: the markers given so far, by marker.
+    """
+
+    def __init__(self, pipe, model):
+        self.pipe, self.model, self.counts = pipe, model, Counter()
+        keep_out_of_memory(getattr(pipe, 'async_engine', None))
+
+    def __getattr__(self, name):
+        return getattr(self.pipe, name)
+
+    def _window(self):
+        window, limit = getattr(self.model, 'model_window', None), getattr(self.model, 'max_seq_len', None)
+        return window if window and (not limit or window > limit) else None
+
+    def __call__(self, prompts, gen_config=None, **kwargs):
+        outputs = self.pipe(prompts, gen_config=gen_config, **kwargs)
+        for out in outputs if isinstance(outputs, list) else [outputs]:
+            marker = marker_for(out, getattr(gen_config, 'max_new_tokens', 0), self._window())
+            if marker is None:
+                continue
+            self._check_survives(marker, getattr(gen_config, 'stop_words', None) or [])
+            name = {OVER_LENGTH: 'over-length', ENGINE_TOO_SMALL: 'engine too small'}.get(marker, 'engine error')
+            log = get_logger().error if marker == ENGINE_ERROR else get_logger().warning
+            log(f'{LOGGED} (finish_reason={out.finish_reason!r}, error_code={out.error_code!r}, input_token_len='
+                f'{out.input_token_len}): {out.error_message or "(no message)"} -> recorded as {name}, not scored')
+            self.counts[marker] += 1
+            out.text = marker
+        return outputs
+
+    @staticmethod
+    def _check_survives(marker, stop_words):
+        """OpenCompass's wrapper cuts each text at every stop word: a marker must not contain one."""
+        cut = [s for s in stop_words if s and s in marker]
+        if cut:
+            raise RuntimeError(f'stop words {cut} occur in the marker {marker!r}: OpenCompass would cut it and the '
+                               'sample would be scored; remove them from the model\'s stop_words')
+
