@@ -11,6 +11,7 @@
 # Install section command for command; .ci/run is `make test` in a fresh environment. `make help` lists targets.
 
 SHELL := /bin/bash
+# (GNU make 3.81, macOS's, ignores .SHELLFLAGS: the steps set pipefail themselves)
 .SHELLFLAGS := -eu -o pipefail -c
 .DELETE_ON_ERROR:
 .DEFAULT_GOAL := help
@@ -43,7 +44,7 @@ quote = '$(subst ','\'',$(1))'
 # run CLEAN-UP, say which step failed, the command and what to try, and stop with the command's status.
 define step
 	@printf '\n==> make %s: %s\n' $(call quote,$(1)) $(call quote,$(2))
-	@{ $(2); } || { rc=$$?; $(if $(4),$(4);) printf '\nmake: step "%s" failed (exit status %s)\n  command: %s\n  try:     %s\n' $(call quote,$(1)) "$$rc" $(call quote,$(2)) $(call quote,$(3)) >&2; exit $$rc; }
+	@set -o pipefail; { $(2); } || { rc=$$?; $(if $(4),$(4);) printf '\nmake: step "%s" failed (exit status %s)\n  command: %s\n  try:     %s\n' $(call quote,$(1)) "$$rc" $(call quote,$(2)) $(call quote,$(3)) >&2; exit $$rc; }
 endef
 
 .PHONY: help demo test venv torch install lmdeploy smollm2 system-deps clean FORCE
