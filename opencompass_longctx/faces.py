@@ -13,7 +13,8 @@ room with this face:
 * ``sample_text(cfg)``: some of the text its prompts are made of, read cheaply (None when not at hand), and
   ``sample_keys``: the config keys that decide that text;
 * ``checks``: the data checks of a config (each returns its problems, with the command that fixes them, or
-  raises an error that says it), and ``check_keys``: the config keys that decide their answer;
+  raises an error that says it), and ``check_keys``: the config keys that decide their answer (the run checks
+  add the ``tokenizer`` option's own check, :func:`check_tokenizer`, for every benchmark);
 * ``fits(cfg)``: None when the dataset's tier can hold its prompts, else why not (a config to leave out);
 * ``summary``: its tables (:class:`Bench`: pattern, rows, base tiers), the headline one first.
 
@@ -174,10 +175,14 @@ def _resolve(t):
     return None
 
 
+def face_class(dataset_cfg):
+    """The class a dataset config's ``type`` names (imported where the config holds a dotted path), or None."""
+    return _resolve(dataset_cfg.get('type') if isinstance(dataset_cfg, dict) else dataset_cfg)
+
+
 def face_of(dataset_cfg) -> Optional[BenchmarkFace]:
     """The face of a dataset config's ``type`` (its class's ``benchmark``), or None for another dataset."""
-    t = dataset_cfg.get('type') if isinstance(dataset_cfg, dict) else dataset_cfg
-    face = getattr(_resolve(t), 'benchmark', None)
+    face = getattr(face_class(dataset_cfg), 'benchmark', None)
     return face if isinstance(face, BenchmarkFace) else None
 
 

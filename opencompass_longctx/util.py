@@ -60,3 +60,10 @@ def refuse_removed_options(removed, kwargs, error=ValueError) -> None:
     ``removed``: a dataset class's ``REMOVED_OPTIONS`` (the run checks report the same before any task starts)."""
     for key in sorted(set(removed) & set(kwargs)):
         raise error(removed[key])
+
+
+def type_name(obj) -> str:
+    """'BabilongDataset' from a class, a LazyObject or the dotted string a dumped config holds."""
+    t = obj.get('type', '') if isinstance(obj, dict) else obj
+    name = getattr(t, '__name__', None) or str(t)
+    return name.rsplit('.', 1)[-1].strip("'>")

@@ -4,7 +4,7 @@ import pytest
 
 from opencompass_longctx.babilong.dataset import BabilongDataset
 from opencompass_longctx.cache import record_build
-from opencompass_longctx.faces import BenchmarkFace, all_faces, face_of, load_kwargs, summary_tables
+from opencompass_longctx.faces import BenchmarkFace, all_faces, check_tokenizer, face_of, load_kwargs, summary_tables
 from opencompass_longctx.longbio.dataset import LongBioDataset
 from opencompass_longctx.nolima.dataset import NoLiMaDataset
 
@@ -66,10 +66,11 @@ def test_missing_data_is_a_problem_that_names_the_download(tmp_path):
     assert 'huggingface-cli download RMT-team/babilong' in problem
     (problem,) = BabilongDataset.benchmark.problems(dict(tier='192k', task='qa1', sample_source='generated'))
     assert problem.startswith('BABILong 192k is generated: it needs babi_dir / $BABI_DIR (not set)')
-    problems = NoLiMaDataset.benchmark.problems(dict(tier='1k', path=missing, tokenizer=str(tmp_path / 'tok')))
-    assert len(problems) == 2 and 'does not exist' in problems[0]
-    assert 'DataNotFoundError' in problems[1] and 'huggingface-cli download amodaresi/NoLiMa' in problems[1]
+    (problem,) = NoLiMaDataset.benchmark.problems(dict(tier='1k', path=missing))
+    assert 'DataNotFoundError' in problem and 'huggingface-cli download amodaresi/NoLiMa' in problem
     assert LongBioDataset.benchmark.problems(dict(tier='1k', cell='standard')) == []
+    assert check_tokenizer(str(tmp_path / 'tok')) == [f"tokenizer {str(tmp_path / 'tok')!r} does not exist (give the "
+                                                      "evaluated model's tokenizer directory)"]
 
 
 def test_nolima_data_present_is_no_problem(tmp_path):

@@ -2,7 +2,7 @@
 import os
 from typing import Dict, List, Optional
 
-from ..faces import TIER_PATTERN, Bench, BenchmarkFace, Row, check_tokenizer
+from ..faces import TIER_PATTERN, Bench, BenchmarkFace, Row
 from ..tokenization import DEFAULT_TOKENIZER
 from . import data as ndata
 from .haystack import default_depth_intervals
@@ -65,8 +65,7 @@ BENCHMARK = BenchmarkFace(
     name='nolima', dataset_type='NoLiMaDataset', tier_unit=1000, tokens_column='prompt_tokens_approx',
     data_tokenizer=data_tokenizer, estimate_rows=estimate_rows, estimate_prompt_tokens=estimate_prompt_tokens,
     sample_text=sample_text, sample_keys=('path',),
-    checks=(lambda d: check_tokenizer(d.get('tokenizer')), check_files),
-    check_keys=('path', 'needle_set', 'tokenizer', 'haystacks', 'haystack_tier', 'tier'),
+    checks=(check_files,), check_keys=('path', 'needle_set', 'haystacks', 'haystack_tier', 'tier'),
     summary=(Bench(name='nolima', pattern=r'^nolima_(?P<task>main|hard|cot|mc|direct|distractor)_' + TIER_PATTERN
                    + r'(?:@.+)?$',
                    rows=(Row('main', ('main',)),

@@ -7,9 +7,8 @@ from typing import Dict, Sequence
 from opencompass.utils import model_abbr_from_cfg
 
 from ..models.recipe import CAVEAT_MARK, caveats
-from ..plan import BENCHMARKS
 from ..tiers import parse_tier, sort_tiers
-from .specs import Cell
+from .specs import BENCHMARKS, Cell
 
 
 @dataclasses.dataclass
@@ -22,7 +21,7 @@ class MarkedCell(Cell):
 
 def mark_caveats(report: Dict, model_cfgs: Sequence[Dict]) -> Dict:
     """Mark the report's cells in place (N/A cells stay unmarked) and add one footnote per model and reason."""
-    units = {b.name: b.tier_unit for b in BENCHMARKS.values()}
+    units = {b.name: b.tier_unit for b in BENCHMARKS}
     cfgs = {model_abbr_from_cfg(m): m for m in model_cfgs}
     where: Dict = {}
     for r in report['rows']:

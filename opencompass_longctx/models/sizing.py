@@ -1,0 +1,102 @@
+"""Engine sizing for a plan: the LMDeploy engine a band of tiers gets, from the KV-cache arithmetic that the
+runtime preflight of :mod:`opencompass_longctx.models.lmdeploy` applies (the same functions), before any GPU.
+
+:func:`size_engine` gives ``max_batch_size`` for a ``session_len`` on the declared GPU and its verdict (fits,
+does not fit, unchecked without a geometry, bad backend). The model's geometry is its ``config.json`` where the
+directory is here, else the one the shipped model table declares."""
+import os
+from typing import Dict, Optional
+
+GIB = 1024 ** 3
+BATCH_CAP = 64             # largest max_batch_size the planner gives an engine
+
+
+def is_lmdeploy(model_cfg) -> bool:
+    return 'engine_config' in model_cfg
+
+
+def _table_row(model_cfg) -> Optional[Dict]:
+    from ..configs.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
+    for row in LONGCTX_LMDEPLOY_MODELS:
+        if row['abbr'] == model_cfg.get('abbr'):
+            return row
+    return None
+
+
+def model_geometry(model_cfg) -> Dict:
+    """config.json of the model directory, else the geometry the shipped model table declares, else {}."""
+    from .lmdeploy import read_model_config
+    path = model_cfg.get('path')
+    if path and os.path.isfile(os.path.join(path, 'config.json')):
+        return {'config': read_model_config(path), 'source': 'config.json'}
+    row = _table_row(model_cfg)
+    if row and row.get('arch'):
+        return {'config': dict(row['arch']), 'source': 'model table'}
+    return {}
+
+
+def engine_backend(model_cfg, cfg: Optional[Dict]):
+    """(backend, why) as LongCtxTurboMindModel will choose it (models.lmdeploy.choose_backend); without LMDeploy
+    installed here an 'auto' row is planned as TurboMind, and the plan says so."""
+    from .lmdeploy import LMDeployConfigError, choose_backend
+    requested = model_cfg.get('backend', 'auto')
+    try:
+        return choose_backend(cfg or {}, requested)
+    except LMDeployConfigError as e:
+        if requested == 'auto' and 'not installed' in str(e):
+            return 'turbomind', 'assumed: LMDeploy is not installed here (backend=auto is resolved at load)'
+        raise
+
+
+def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) -> Dict:
+    """max_batch_size for ``session_len`` from the KV-cache arithmetic (the runtime preflight's), and its verdict."""
+    from .lmdeploy import (LMDeployConfigError, _text_config, engine_reserve_bytes, kv_bytes_per_token,
+                                  kv_geometry, kv_plan, weight_bytes)
+    ec = dict(model_cfg.get('engine_config') or {})
+    tp = int(ec.get('tp', 1))
+    geo = model_geometry(model_cfg)
+    out = {'session_len': session_len, 'tp': tp, 'geometry': geo.get('source')}
+    try:
+        out['backend'], out['backend_reason'] = engine_backend(model_cfg, geo.get('config'))
+    except LMDeployConfigError as e:
+        out.update(backend=model_cfg.get('backend'), backend_reason=str(e), max_batch_size=1, verdict='bad backend',
+                   reason=str(e))
+        return out
+    if not geo:
+        out.update(max_batch_size=int(ec.get('max_batch_size') or 1), verdict='unchecked',
+                   reason='no config.json and no declared geometry: batch size not sized')
+        return out
+    cfg = geo['config']
+    path = model_cfg.get('path') or ''
+    weights = weight_bytes(path, cfg) if os.path.isdir(path) else 2.0 * float(cfg.get('params', 0) or 0)
+    if not weights:
+        weights = weight_bytes('', cfg)
+    kvpt = kv_bytes_per_token(cfg, int(ec.get('quant_policy', 0)))
+    gpu_mem = float(model_cfg.get('gpu_memory_gib') or gpu['memory_gib']) * GIB
+    reserve = engine_reserve_bytes(out['backend'], cfg, dict(ec, max_batch_size=cap))  # at the largest batch
+    one = kv_plan(cfg, weights, session_len, 1, tp, float(ec.get('cache_max_entry_count', 0.8)),
+                  int(ec.get('quant_policy', 0)), gpu_mem, reserve)   # the runtime preflight's arithmetic, batch 1
+    per_seq, budget = one['need'], one['budget']
+    fit = int(budget // per_seq) if per_seq else cap
+    out.update(weights_gib=weights / GIB, kv_bytes_per_token=kvpt, kv_gib_per_seq_per_gpu=per_seq / GIB,
+               kv_budget_gib_per_gpu=budget / GIB, layers=kv_geometry(cfg)['layers'],
+               hidden=_text_config(cfg).get('hidden_size'), weights=weights, engine_reserve_gib=reserve / GIB)
+    if fit < 1:
+        out.update(max_batch_size=1, verdict='does not fit',
+                   reason=f'one sequence of {session_len} tokens needs {per_seq / GIB:.1f} GiB of KV per GPU, '
+                          f'{budget / GIB:.1f} GiB available at tp={tp}: raise tp or quantise the KV cache')
+    else:
+        out.update(max_batch_size=min(fit, cap), verdict='fits')
+    return out
+
+
+def model_tokenizer(model_cfg):
+    """The model's own tokenizer (from its directory), or None when it cannot be loaded here."""
+    path = model_cfg.get('path')
+    if not path or not os.path.isdir(path):
+        return None
+    try:
+        from ..tokenization import get_tokenizer
+        return get_tokenizer(path)
+    except Exception:  # noqa: BLE001 - the plan then uses the default headroom (and says so)
+        return None

@@ -1,0 +1,34 @@
+"""The plan of a run, before any GPU is spent: which process loads which model, how many times, at what size.
+
+:func:`make_plan` turns a run's model x dataset combinations into inference tasks, one per (model, tier band)
+(or a few shards of a band), and costs them:
+
+* Bands. A dataset's tier is read from its config (never by building it). Each band of the tier table
+  (``TIER_BANDS``: up to 32k, 64k-128k, 256k-1m) is one task per model, so each model's engine starts once per
+  band. Datasets inside a task run shortest first.
+* Engine size (LMDeploy models, those with an ``engine_config``): ``session_len`` for the band's longest prompt
+  (tier in the model's tokens with 10% headroom for tokenizer differences, the chat template and the longest
+  generation), capped at the model's own ``max_seq_len``; ``max_batch_size`` from the KV-cache arithmetic of
+  :mod:`opencompass_longctx.models.lmdeploy` for that ``session_len`` on the declared GPU
+  (:mod:`opencompass_longctx.models.sizing`). Other models (Hugging Face on a CPU) are only grouped.
+* Samples and prompt tokens: from each dataset's benchmark face (:mod:`opencompass_longctx.faces`): exact from the
+  dataset's build record when it was built before, else the tier arithmetic (:mod:`.loads`).
+* Cost: GPU-hours from the cost model (``opencompass_longctx/configs/cost_model.py``) and the harness
+  overhead (engine starts and subprocess imports) as a share of the total (:mod:`.cost`).
+* Checks that need no GPU: data present for every dataset, model directories with their tokenizers,
+  ``$LONGCTX_MODEL_ROOT``; every problem in one list (:mod:`.checks`).
+
+Modules: :mod:`.bands`, :mod:`.loads`, :mod:`.grouping` (tasks and the plan's summary), :mod:`.cost`,
+:mod:`.checks`, :mod:`.render` (markdown and JSON). None of them names a benchmark.
+
+``LongCtxPartitioner`` (:mod:`opencompass_longctx.partitioner`) runs this in every ``opencompass`` run, ``--dry-run``
+included, prints the plan and writes it next to the run (``<work_dir>/plan/``).
+"""
+from ..models.sizing import BATCH_CAP, GIB, is_lmdeploy, model_geometry, model_tokenizer, size_engine  # noqa: F401
+from ..tiers import parse_tier  # noqa: F401
+from .bands import PlanError, band_edges, band_name, band_of  # noqa: F401
+from .checks import check_run, engine_problems  # noqa: F401
+from .cost import cost_model, task_seconds  # noqa: F401
+from .grouping import TaskPlan, make_plan, shard_count, summarize  # noqa: F401
+from .loads import SIZE_HEADROOM, TEMPLATE_TOKENS, DatasetLoad, dataset_load  # noqa: F401
+from .render import to_json, to_markdown, write  # noqa: F401

@@ -1,0 +1,92 @@
+"""The run checks: every problem that can be found without a GPU and without building a dataset (model
+directories and their tokenizers, ``$LONGCTX_MODEL_ROOT``, each dataset's data as its benchmark's face checks it,
+removed options, engines that cannot hold one sequence), in one list."""
+import json
+import os
+from typing import Dict, List, Sequence
+
+from ..faces import check_tokenizer, face_class, face_of
+from ..models.sizing import is_lmdeploy
+from ..util import type_name
+
+
+def check_run(models: Sequence[Dict], datasets: Sequence[Dict]) -> List[Dict]:
+    """Every problem that can be found without a GPU and without building a dataset: a list of
+    ``{'problem': text, 'where': [model or dataset abbrs]}``, one entry per distinct problem."""
+    found: Dict[str, List[str]] = {}
+
+    def add(problem: str, where: str):
+        names = found.setdefault(problem, [])
+        if where not in names:
+            names.append(where)
+
+    root = os.environ.get('LONGCTX_MODEL_ROOT')
+    for m in models:
+        for p in _check_model(m):
+            add(p, m.get('abbr') or m.get('path'))
+    if not root and any(p.startswith("model directory 'models/") for p in found):
+        add('$LONGCTX_MODEL_ROOT is not set: the shipped model configs look for the models under ./models. '
+            'export LONGCTX_MODEL_ROOT=<the directory holding the model directories>', 'environment')
+    seen: Dict = {}
+    for d in datasets:
+        face = face_of(d)
+        if face is None:
+            continue
+        try:
+            key = json.dumps([type_name(d)] + [d.get(k) for k in ('tokenizer',) + face.check_keys],
+                             default=str)
+        except Exception:  # noqa: BLE001
+            key = d.get('abbr')
+        if key not in seen:
+            seen[key] = dataset_problems(face, d)
+        for p in seen[key]:
+            add(p, d.get('abbr'))
+    return [{'problem': p, 'where': w} for p, w in found.items()]
+
+
+def dataset_problems(face, d: Dict) -> List[str]:
+    """A dataset config's problems: its tokenizer, options its class no longer takes, and the data its face checks
+    (a class that prepares its own data, such as the demo's, is not checked for it)."""
+    problems: List[str] = []
+    try:
+        problems.extend(check_tokenizer(d.get('tokenizer')))
+    except Exception as e:  # noqa: BLE001 - every problem is reported, none stops the other checks
+        problems.append(f'{type(e).__name__}: {e}')
+    cls = face_class(d)
+    removed = getattr(cls, 'REMOVED_OPTIONS', {})
+    problems.extend(removed[k] for k in sorted(set(removed) & set(d)))
+    if not getattr(cls, 'PREPARES_DATA', False):
+        problems.extend(face.problems(d))
+    return problems
+
+
+def engine_problems(plan: Dict) -> List[Dict]:
+    """Bands whose engine cannot hold one sequence on the declared GPU: the preflight would stop those tasks."""
+    found: Dict[str, List[str]] = {}
+    for t in plan['tasks']:
+        if t.engine and t.engine['verdict'] == 'bad backend':
+            found.setdefault(f"{t.model}: {t.engine['reason']}", []).append(t.model)
+        elif t.engine and t.engine['verdict'] == 'does not fit':
+            found.setdefault(f"the {t.band} engine of {t.model} does not fit the GPU: {t.engine['reason']}",
+                             []).append(t.model)
+    return [{'problem': p, 'where': w} for p, w in found.items()]
+
+
+def _check_model(m: Dict) -> List[str]:
+    tname = type_name(m)
+    path = m.get('path')
+    if not path or tname in ('TinyChatModel', 'BabiRuleReader'):
+        return []            # built on first use / not a language model
+    if not os.path.isdir(path):
+        from ..tokenization import is_hub_id
+        if is_hub_id(path) and not is_lmdeploy(m):
+            return []        # a hub id: resolved from the Hugging Face cache at load time
+        return [f'model directory {path!r} does not exist']     # (LongCtxTurboMindModel needs a local directory)
+    problems = []
+    if not os.path.isfile(os.path.join(path, 'config.json')):
+        problems.append(f'model directory {path!r} has no config.json (not a Hugging Face model directory)')
+    from ..tokenization import tokenizer_files
+    if not tokenizer_files(path):
+        problems.append(f'model directory {path!r} has no tokenizer files (tokenizer.json, tokenizer.model, '
+                        'vocab.json, ...)')
+    return problems

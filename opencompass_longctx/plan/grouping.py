@@ -1,0 +1,185 @@
+"""Task grouping and the plan's summary: a run's model x dataset combinations become inference tasks, one per
+(model, tier band) or a few shards of a band, each with its engine sized and costed.
+
+Datasets inside a task run shortest first; shards split a band's datasets by prompt tokens. An LMDeploy model's
+task config gets the band's ``session_len`` and ``max_batch_size``; a prompt the model holds but the band's
+engine does not is a miss of that engine (``model_window``), never a silent cut."""
+import copy
+import os
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+from ..models.sizing import BATCH_CAP, is_lmdeploy, model_tokenizer, size_engine
+from ..tiers import parse_tier, sort_tiers
+from ..util import type_name
+from .bands import PlanError, band_edges, band_name, band_of
+from .cost import cost_model, task_seconds
+from .loads import SIZE_HEADROOM, dataset_load
+
+
+@dataclass
+class TaskPlan:
+    model: str
+    band: str
+    shard: int
+    shards: int
+    datasets: List[str]
+    tiers: List[str]
+    rows: int
+    prompt_tokens: int
+    exact: bool
+    gpus: int
+    engine: Optional[Dict]
+    seconds: Dict[str, float]
+    model_cfg: Dict = field(repr=False, default_factory=dict)
+    dataset_cfgs: List = field(repr=False, default_factory=list)
+
+    @property
+    def gpu_hours(self) -> float:
+        s = self.seconds
+        return max(self.gpus, 1) * (s['start'] + s['prefill'] + s['decode']) / 3600
+
+    @property
+    def overhead_gpu_hours(self) -> float:
+        return max(self.gpus, 1) * self.seconds['start'] / 3600
+
+
+def _split_shards(loads: List, n: int) -> List[List]:
+    """n groups balanced by prompt tokens (largest first into the lightest group), each shortest tier first."""
+    groups = [[] for _ in range(n)]
+    weight = [0] * n
+    for ld in sorted(loads, key=lambda x: (-x[1].prompt_tokens, x[1].abbr)):
+        i = weight.index(min(weight))
+        groups[i].append(ld)
+        weight[i] += ld[1].prompt_tokens
+    return [sorted(g, key=lambda x: (parse_tier(x[1].tier).sort_key, x[1].tokens_per_row, x[1].abbr))
+            for g in groups if g]
+
+
+def shard_count(shards, model_abbr: str, band: str) -> int:
+    if isinstance(shards, dict):
+        n = shards.get(model_abbr, shards.get('*', 1))
+        if isinstance(n, dict):
+            n = n.get(band, n.get('*', 1))
+    else:
+        n = shards
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise PlanError(f'shards must be a positive integer (or a dict of them by model abbr / band), got {n!r}')
+    return n
+
+
+def make_plan(combinations: Sequence[Dict], bands: Optional[Sequence[str]] = None, shards=1,
+              cost: Optional[Dict] = None, out_dir: Optional[str] = None, batch_cap: int = BATCH_CAP,
+              headroom: float = SIZE_HEADROOM) -> Dict:
+    """The tasks and costs of a run. ``combinations``: ``[{'models': [...], 'datasets': [...]}]`` as OpenCompass's
+    partitioners receive them. ``out_dir``: the predictions directory (datasets already predicted are skipped)."""
+    from opencompass.utils import get_infer_output_path, model_abbr_from_cfg
+    if isinstance(headroom, bool) or not isinstance(headroom, (int, float)) or headroom < 1:
+        raise PlanError(f'headroom must be a number >= 1 (model tokens per data token, at least), got {headroom!r}')
+    edges = band_edges(bands)
+    cm = cost_model(cost)
+    tasks: List[TaskPlan] = []
+    skipped = []
+    for comb in combinations:
+        for model in comb['models']:
+            abbr = model_abbr_from_cfg(model)
+            model_tok = model_tokenizer(model) if is_lmdeploy(model) else None
+            by_band: Dict[int, List] = {}
+            for d in comb['datasets']:
+                if out_dir and os.path.exists(get_infer_output_path(model, d, out_dir)):
+                    skipped.append((abbr, d.get('abbr')))
+                    continue
+                ld = dataset_load(d, model.get('max_out_len'), model_tok)
+                ld.min_headroom = float(headroom)
+                by_band.setdefault(band_of(ld.tier, edges), []).append((d, ld))
+            for bi in sorted(by_band):
+                name = band_name(bi, edges)
+                n = shard_count(shards, abbr, name)
+                groups = _split_shards(by_band[bi], min(n, len(by_band[bi])))
+                for si, group in enumerate(groups):
+                    tasks.append(_task(model, abbr, name, si, len(groups), group, cm, batch_cap))
+    return {'tasks': tasks, 'skipped': skipped, 'bands': [band_name(i, edges) for i in range(len(edges) + 1)],
+            'cost_model': cm}
+
+
+def _with_model_window(d: Dict, window: int) -> Dict:
+    d = copy.deepcopy(d)
+    inferencer = (d.get('infer_cfg') or {}).get('inferencer')
+    if inferencer is not None and type_name(inferencer) == 'LongCtxGenInferencer':
+        inferencer['model_window'] = window
+    return d
+
+
+def _task(model, abbr, band, shard, shards, group, cm, batch_cap) -> TaskPlan:
+    loads = [ld for _, ld in group]
+    cfg = copy.deepcopy(model)
+    engine = None
+    if is_lmdeploy(model):
+        model_max = int(model.get('max_seq_len') or (model.get('engine_config') or {}).get('session_len') or 0)
+        need = max(ld.need_tokens for ld in loads)
+        session_len = min(model_max, need) if model_max else need
+        engine = size_engine(model, session_len, cm['gpu_spec'], batch_cap)
+        engine['headroom'] = max(ld.headroom for ld in loads)
+        engine['token_ratio_measured'] = all(ld.ratio is not None for ld in loads)
+        from ..models.recipe import caveats, effective_rope, native_band
+        if native_band(model, session_len, max(ld.tier_tokens * (ld.ratio or 1.0) for ld in loads)):
+            cfg['long_context'] = None   # every tier of the band fits the native window: no static scaling
+        engine['rope'] = effective_rope(cfg, session_len)
+        engine['caveats'] = {ld.tier: caveats(model, ld.tier_tokens) for ld in loads if caveats(model, ld.tier_tokens)}
+        ec = dict(cfg.get('engine_config') or {})
+        ec.update(session_len=session_len, max_batch_size=engine['max_batch_size'])
+        cfg['engine_config'] = ec
+        cfg['max_seq_len'] = session_len
+        cfg['batch_size'] = engine['max_batch_size']
+        if model_max and session_len < model_max:   # a prompt the model holds but this engine does not is a miss
+            group = [(_with_model_window(d, model_max), ld) for d, ld in group]
+    gpus = int((model.get('run_cfg') or {}).get('num_gpus', 0))
+    return TaskPlan(model=abbr, band=band, shard=shard, shards=shards, datasets=[ld.abbr for ld in loads],
+                    tiers=sort_tiers({ld.tier for ld in loads}),
+                    rows=sum(ld.rows for ld in loads), prompt_tokens=sum(ld.prompt_tokens for ld in loads),
+                    exact=all(ld.exact for ld in loads), gpus=gpus, engine=engine,
+                    seconds=task_seconds(loads, engine, cm), model_cfg=cfg, dataset_cfgs=[d for d, _ in group])
+
+
+def summarize(plan: Dict, problems: Sequence[str] = ()) -> Dict:
+    """Per model and band: tasks, engine starts, GPUs, datasets, samples, tokens, engine size, GPU-hours."""
+    models: Dict[str, Dict] = {}
+    for t in plan['tasks']:
+        m = models.setdefault(t.model, {'bands': {}, 'tasks': 0, 'engine_starts': 0, 'gpu_hours': 0.0,
+                                        'overhead_gpu_hours': 0.0, 'lmdeploy': t.engine is not None})
+        b = m['bands'].setdefault(t.band, {'tasks': 0, 'engine_starts': 0, 'gpus_per_task': t.gpus, 'datasets': 0,
+                                           'samples': 0, 'prompt_tokens': 0, 'exact': True, 'tiers': set(),
+                                           'session_len': None, 'max_batch_size': None, 'verdict': None,
+                                           'reason': '', 'gpu_hours': 0.0, 'caveats': {}})
+        b['tasks'] += 1
+        b['engine_starts'] += 1
+        b['datasets'] += len(t.datasets)
+        b['samples'] += t.rows
+        b['prompt_tokens'] += t.prompt_tokens
+        b['exact'] = b['exact'] and t.exact
+        b['tiers'].update(t.tiers)
+        if t.engine:
+            b['session_len'] = max(b['session_len'] or 0, t.engine['session_len'])
+            b['max_batch_size'] = t.engine['max_batch_size']
+            b['verdict'] = t.engine['verdict']
+            b['reason'] = t.engine.get('reason', '')
+            m['backend'] = (t.engine.get('backend'), t.engine.get('backend_reason'))
+            b['rope'] = t.engine.get('rope')
+            b['caveats'].update(t.engine.get('caveats') or {})
+        b['gpu_hours'] += t.gpu_hours
+        m['tasks'] += 1
+        m['engine_starts'] += 1
+        m['gpu_hours'] += t.gpu_hours
+        m['overhead_gpu_hours'] += t.overhead_gpu_hours
+    for m in models.values():
+        for b in m['bands'].values():
+            b['tiers'] = sort_tiers(b['tiers'])
+    total = sum(m['gpu_hours'] for m in models.values())
+    overhead = sum(m['overhead_gpu_hours'] for m in models.values())
+    cm = {k: v for k, v in plan['cost_model'].items()}
+    return {'models': models, 'tasks': len(plan['tasks']),
+            'engine_starts': sum(m['engine_starts'] for m in models.values()),
+            'gpu_hours': total, 'overhead_gpu_hours': overhead,
+            'overhead_share': overhead / total if total else None,
+            'costed': all(t.seconds.get('costed') for t in plan['tasks'] if t.engine),
+            'skipped_already_predicted': len(plan['skipped']), 'cost_model': cm, 'problems': list(problems)}
