@@ -41,10 +41,11 @@ comma := ,
 quote = '$(subst ','\'',$(1))'
 
 # $(call step,NAME,COMMAND,WHAT TO TRY[,CLEAN-UP]): print the step and its command and run it; when it fails,
-# run CLEAN-UP, say which step failed, the command and what to try, and stop with the command's status.
+# run CLEAN-UP, say which step failed, the command and what to try, and stop with the command's status; when it
+# succeeds, say how long it took.
 define step
 	@printf '\n==> make %s: %s\n' $(call quote,$(1)) $(call quote,$(2))
-	@set -o pipefail; { $(2); } || { rc=$$?; $(if $(4),$(4);) printf '\nmake: step "%s" failed (exit status %s)\n  command: %s\n  try:     %s\n' $(call quote,$(1)) "$$rc" $(call quote,$(2)) $(call quote,$(3)) >&2; exit $$rc; }
+	@set -o pipefail; SECONDS=0; { $(2); } || { rc=$$?; $(if $(4),$(4);) printf '\nmake: step "%s" failed (exit status %s)\n  command: %s\n  try:     %s\n' $(call quote,$(1)) "$$rc" $(call quote,$(2)) $(call quote,$(3)) >&2; exit $$rc; }; printf '    (make %s: %s s)\n' $(call quote,$(1)) "$$SECONDS"
 endef
 
 .PHONY: help demo test venv torch install lmdeploy smollm2 system-deps clean FORCE
