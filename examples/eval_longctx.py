@@ -1,19 +1,20 @@
-# Leaderboard comparison: long-context models served by LMDeploy (TurboMind, tensor parallel) on BABILong,
-# LongBioBench and NoLiMa, tier by tier, each model on the tiers it can hold. Needs GPUs, `pip install -e ".[lmdeploy]"`, the models as local
+# Leaderboard comparison: long-context models served by LMDeploy (TurboMind or PyTorch engine, tensor parallel) on
+# BABILong, LongBioBench and NoLiMa, tier by tier. Needs GPUs, `pip install -e ".[lmdeploy]"`, the models as local
 # directories under $LONGCTX_MODEL_ROOT and the benchmark data (see README).
 #   opencompass examples/eval_longctx.py             # run
-#   opencompass examples/eval_longctx.py --dry-run   # parse and partition only (any machine)
+#   opencompass examples/eval_longctx.py --dry-run   # parse and partition only (any machine): prints the plan
+# Each model runs the tiers up to its own max_tier (opencompass_longctx/configs/lmdeploy_models.py), NoLiMa in
+# the model's own tokenizer (tokenizer='model': one copy per model, abbr <dataset>@<model>), and LongBioBench
+# cells that no longer fit a tier after reserve_tokens are left out: LongCtxPartitioner does it
+# (opencompass_longctx/selection.py) and the plan lists what it left out.
 from mmengine.config import read_base
-from opencompass.partitioners import NaivePartitioner
 from opencompass.runners import LocalRunner
 
-from opencompass_longctx.partitioner import LongCtxPartitioner
+from opencompass_longctx.partitioner import LongCtxEvalPartitioner, LongCtxPartitioner
 from opencompass_longctx.tasks import LongCtxEvalTask, LongCtxInferTask
 
 with read_base():
-    from opencompass_longctx.configs.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
     from opencompass_longctx.configs.tier_table import TIERS
-    from opencompass_longctx.longbio.catalogue import LONGBIO_NEED_TOKENS
     from opencompass_longctx.configs.datasets.babilong.babilong_0k_gen import babilong_datasets as babilong_0k
     from opencompass_longctx.configs.datasets.babilong.babilong_4k_gen import babilong_datasets as babilong_4k
     from opencompass_longctx.configs.datasets.babilong.babilong_16k_gen import babilong_datasets as babilong_16k
@@ -43,30 +44,16 @@ with read_base():
 # The models to compare (abbrs from opencompass_longctx/configs/lmdeploy_models.py).
 RUN_MODELS = ['qwen2.5-7b-instruct', 'qwen2.5-7b-instruct-1m', 'internlm2_5-7b-chat-1m', 'llama-3.1-8b-instruct',
               'glm-4-9b-chat-1m']
-
 models = [m for m in lmdeploy_longctx_models if m['abbr'] in RUN_MODELS]
-MAX_TIER = {m['abbr']: TIERS[m['max_tier']] for m in LONGCTX_LMDEPLOY_MODELS}
-SIZE = dict(TIERS, **{'250': 250, '500': 500})  # NoLiMa's short lengths
-babilong = [*babilong_0k, *babilong_4k, *babilong_16k, *babilong_32k, *babilong_64k, *babilong_128k,
-            *babilong_256k, *babilong_512k, *babilong_1m]
-# LongBioBench fills the whole prompt to the tier (1k = 1024 tokens of its data tokenizer, the authors' Qwen2.5
-# vocabulary): reserve_tokens keeps room for the chat template and the answer, and a cell whose needles then no
-# longer fit the tier is left out (multihop_5 at 2k). Above 128k (beyond the paper) 100 samples per cell, as
-# BABILong publishes 100 per task at its long tiers.
-LONGBIO_RESERVE = 512
-longbio = [dict(d, reserve_tokens=LONGBIO_RESERVE, **({'num_samples': 100} if TIERS[d['tier']] > 128000 else {}))
-           for d in [*longbio_2k, *longbio_8k, *longbio_32k, *longbio_64k, *longbio_128k, *longbio_1m]
-           if LONGBIO_NEED_TOKENS[d['cell']] + LONGBIO_RESERVE <= TIERS[d['tier']] * 1024 // 1000]
-# NoLiMa counts L in the evaluated model's own tokenizer: one copy of each dataset per model.
-nolima = [dict(d, tokenizer=m['path'], abbr=f"{d['abbr']}@{m['abbr']}") for m in models
-          for d in [*nolima_250, *nolima_500, *nolima_1k, *nolima_2k, *nolima_4k, *nolima_8k, *nolima_16k, *nolima_32k]]
-datasets = [*babilong, *longbio, *nolima]
-# each model only gets the tiers up to its own largest one (prompts that still do not fit are skipped and
-# reported as N/A by the over-length policy, never truncated), and NoLiMa in its own tokenizer
-model_dataset_combinations = [
-    dict(models=[m], datasets=[d for d in [*babilong, *longbio] if SIZE[d['tier']] <= MAX_TIER[m['abbr']]]
-         + [d for d in nolima if d['tokenizer'] == m['path'] and SIZE[d['tier']] <= MAX_TIER[m['abbr']]])
-    for m in models]
+
+# LongBioBench fills the whole prompt to the tier: reserve_tokens keeps room for the chat template and the answer.
+# Above 128k (beyond the paper) 100 samples per cell, as BABILong publishes 100 per task at its long tiers.
+longbio = [dict(d, reserve_tokens=512, **({'num_samples': 100} if TIERS[d['tier']] > 128000 else {}))
+           for d in [*longbio_2k, *longbio_8k, *longbio_32k, *longbio_64k, *longbio_128k, *longbio_1m]]
+datasets = [*babilong_0k, *babilong_4k, *babilong_16k, *babilong_32k, *babilong_64k, *babilong_128k,
+            *babilong_256k, *babilong_512k, *babilong_1m, *longbio,
+            *[dict(d, tokenizer='model') for d in [*nolima_250, *nolima_500, *nolima_1k, *nolima_2k, *nolima_4k,
+                                                   *nolima_8k, *nolima_16k, *nolima_32k]]]
 
 summarizer = dict(summarizer, dataset_abbrs=[f'babilong_qa1-qa{last}_{tier}' for tier in TIERS for last in (5, 10)]
                   + [f'longbio_mean_{tier}' for tier in TIERS])
@@ -77,6 +64,6 @@ summarizer = dict(summarizer, dataset_abbrs=[f'babilong_qa1-qa{last}_{tier}' for
 # Multi-node: replace LocalRunner with OpenCompass's SlurmRunner (README).
 infer = dict(partitioner=dict(type=LongCtxPartitioner),
              runner=dict(type=LocalRunner, max_num_workers=8, task=dict(type=LongCtxInferTask)))
-eval = dict(partitioner=dict(type=NaivePartitioner, n=100),
+eval = dict(partitioner=dict(type=LongCtxEvalPartitioner, n=100),
             runner=dict(type=LocalRunner, max_num_workers=2, task=dict(type=LongCtxEvalTask)))
 work_dir = 'outputs/longctx'

@@ -23,10 +23,11 @@ import sys
 from typing import Dict, List, Optional
 
 from mmengine.config import Config
+from opencompass.partitioners import NaivePartitioner
 from opencompass.partitioners.base import BasePartitioner
 from opencompass.registry import PARTITIONERS
 
-from . import cluster, resume
+from . import cluster, resume, selection
 from . import plan as P
 
 
@@ -37,6 +38,15 @@ class RunCheckError(RuntimeError):
 def dry_run() -> bool:
     """Whether ``opencompass`` was started with ``--dry-run`` (argparse also accepts a prefix such as ``--dry``)."""
     return any(len(a) > 3 and '--dry-run'.startswith(a.split('=')[0]) for a in sys.argv[1:] if a.startswith('--d'))
+
+
+@PARTITIONERS.register_module()
+class LongCtxEvalPartitioner(NaivePartitioner):
+    """OpenCompass's ``NaivePartitioner`` (same ``n``) over each model's datasets as ``LongCtxPartitioner`` ran them
+    (:func:`opencompass_longctx.selection.expand`)."""
+
+    def partition(self, model_dataset_combinations: List[Dict], *args, **kwargs):
+        return super().partition(selection.expand(model_dataset_combinations)[0], *args, **kwargs)
 
 
 @PARTITIONERS.register_module()
@@ -71,6 +81,8 @@ class LongCtxPartitioner(BasePartitioner):
 
     def partition(self, model_dataset_combinations: List[Dict], work_dir: str, out_dir: str,
                   add_cfg: Dict = {}) -> List[Config]:  # noqa: B006 (OpenCompass's signature)
+        # each model's datasets: its max_tier, NoLiMa in its own tokenizer, LongBioBench cells that fit their tier
+        model_dataset_combinations, left_out = selection.expand(model_dataset_combinations)
         plan = P.make_plan(model_dataset_combinations, self.bands, self.shards, self.cost, out_dir, self.batch_cap,
                            self.headroom)
         models = [m for c in model_dataset_combinations for m in c['models']]
@@ -81,7 +93,7 @@ class LongCtxPartitioner(BasePartitioner):
         summary = P.summarize(plan, problems)
         done = resume.summarize(resume.progress(model_dataset_combinations, plan, out_dir, self.bands, self.headroom),
                                 plan)
-        summary.update(cluster_requests=requests, resume=done)
+        summary.update(cluster_requests=requests, resume=done, **({'left_out': left_out} if left_out else {}))
         markdown = (P.to_markdown(summary) + cluster.to_markdown(requests, self.runners, slurm_notes)
                     + resume.to_markdown(done))
         paths = P.write(summary, plan, os.path.join(work_dir, 'plan'), markdown)

@@ -111,7 +111,9 @@ def test_leaderboard_example_dry_run(tmp_path):
     proc = run_opencompass([str(REPO / 'examples' / 'eval_longctx.py'), '--dry-run'], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     cfg = Config.fromfile(str(REPO / 'examples' / 'eval_longctx.py'))
-    combos = cfg['model_dataset_combinations']
+    from opencompass_longctx import selection
+    from opencompass_longctx.tiers import parse_tier
+    combos = selection.expand(selection.combinations_of(cfg))[0]   # each model's datasets, as the partitioner
     assert 'Partitioned into ' in proc.stdout + proc.stderr   # the task plan: tests/test_partitioner.py
     assert {m['abbr'] for c in combos for m in c['models']} == set(cfg['RUN_MODELS'])
     for c in combos:
@@ -119,6 +121,7 @@ def test_leaderboard_example_dry_run(tmp_path):
         assert m['engine_config']['tp'] == m['run_cfg']['num_gpus']
         assert m['engine_config']['session_len'] >= m['max_seq_len'] > m['max_out_len']
         # each model only gets the tiers it can hold
-        assert max(cfg['SIZE'][d['tier']] for d in c['datasets']) <= cfg['MAX_TIER'][m['abbr']] <= m['max_seq_len']
+        assert max(parse_tier(d['tier']).sort_key for d in c['datasets']) == parse_tier(m['max_tier']).sort_key \
+            <= m['max_seq_len']
         # NoLiMa datasets are this model's own copies (made with its tokenizer)
         assert all(d['tokenizer'] == m['path'] for d in c['datasets'] if d['abbr'].startswith('nolima_'))

@@ -10,6 +10,7 @@ from mmengine.config import Config
 
 from conftest import REPO, run_opencompass
 from opencompass_longctx import plan as P
+from opencompass_longctx import selection
 from opencompass_longctx.models.lmdeploy import kv_bytes_per_token
 from opencompass_longctx.partitioner import LongCtxPartitioner, RunCheckError
 
@@ -19,7 +20,11 @@ EXAMPLE = REPO / 'examples' / 'eval_longctx.py'
 @pytest.fixture(scope='module')
 def example():
     cfg = Config.fromfile(str(EXAMPLE))
-    return cfg, cfg['model_dataset_combinations']
+    return cfg, selection.expand(selection.combinations_of(cfg))[0]   # each model's datasets, as the partitioner
+
+
+def models_of(cfg):
+    return {m['abbr']: m for m in cfg['models']}
 
 
 def test_leaderboard_example_loads_each_model_at_most_three_times(example):
@@ -33,7 +38,8 @@ def test_leaderboard_example_loads_each_model_at_most_three_times(example):
     assert set(by_model) == set(cfg['RUN_MODELS'])
     for m, tasks in by_model.items():
         assert len(tasks) <= 3, m                          # one engine per band: <= 32k, 64k-128k, 256k-1m
-        max_tier = cfg['MAX_TIER'][m]
+        max_tier = P.parse_tier(models_of(cfg)[m]['max_tier']).sort_key
+        assert 'max_tier' not in tasks[0].model_cfg        # a run option, not the model's
         assert len(tasks) == (3 if max_tier > 128000 else 2)
     # every model x dataset pair is in exactly one task, and nothing else is
     planned = sorted((t.model, d) for t in plan['tasks'] for d in t.datasets)

@@ -261,7 +261,9 @@ class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
                  max_seq_len: Optional[int] = None, tokenizer_only: bool = False, preflight: bool = True,
                  gpu_memory_gib: Optional[float] = None, continue_final_message: bool = True,
                  trust_remote_code: bool = False, native_window: Optional[int] = None,
-                 long_context: Optional[Dict] = None, rope: Optional[Dict] = None, caveats=None, **kwargs):
+                 long_context: Optional[Dict] = None, rope: Optional[Dict] = None, caveats=None,
+                 max_tier: Optional[str] = None, **kwargs):
+        # max_tier: the largest tier the run gives this model (opencompass_longctx.selection reads it)
         engine_config = dict(engine_config or {})
         if max_seq_len and 'session_len' not in engine_config:
             engine_config['session_len'] = max_seq_len

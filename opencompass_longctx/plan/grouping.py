@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
 from ..models.sizing import BATCH_CAP, is_lmdeploy, model_tokenizer, size_engine
+from ..selection import without_run_options
 from ..tiers import parse_tier, sort_tiers
 from ..util import type_name
 from .bands import PlanError, band_edges, band_name, band_of
@@ -112,7 +113,7 @@ def _with_model_window(d: Dict, window: int) -> Dict:
 
 def _task(model, abbr, band, shard, shards, group, cm, batch_cap) -> TaskPlan:
     loads = [ld for _, ld in group]
-    cfg = copy.deepcopy(model)
+    cfg = copy.deepcopy(without_run_options(model))
     engine = None
     if is_lmdeploy(model):
         model_max = int(model.get('max_seq_len') or (model.get('engine_config') or {}).get('session_len') or 0)

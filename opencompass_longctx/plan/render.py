@@ -5,6 +5,7 @@ from dataclasses import asdict
 from typing import Dict, List, Optional
 
 from ..models.recipe import CAVEAT_MARK
+from ..selection import left_out_lines
 
 
 def _count(n: int, noun: str) -> str:
@@ -56,6 +57,9 @@ def to_markdown(summary: Dict) -> str:
                for band, b in m['bands'].items() if b['reason']]
     if reasons:
         lines += ['', 'Engine sizing notes:'] + [f'- {m} {band}: {r}' for m, band, r in reasons]
+    if summary.get('left_out'):
+        lines += ['', f"Left out ({len(summary['left_out'])} model x dataset pairs of the config, "
+                      'opencompass_longctx.selection):'] + left_out_lines(summary['left_out'])
     lines += ['', f"Problems found without a GPU ({len(summary['problems'])}):"]
     lines += [_problem_line(p) for p in summary['problems']] or ['- none']
     return '\n'.join(lines) + '\n'

@@ -16,6 +16,7 @@ from opencompass.summarizers.default import (METRIC_BLACKLIST, METRIC_WHITELIST,
 from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
 
 from .caveats import mark_caveats
+from ..selection import resolved_config
 from .failures import Failure
 from .metrics import NOLIMA_RATIO, RULER_THRESHOLD
 from .report import ModelInfo, Results, build, to_markdown, write
@@ -129,6 +130,7 @@ class LongCtxSummarizer(RobustSummarizer):
                  prompt_db=None, ruler_threshold: float = RULER_THRESHOLD, nolima_ratio: float = NOLIMA_RATIO,
                  model_aliases: Optional[Dict[str, Dict[str, str]]] = None, plots: bool = True,
                  fail_on_missing: Optional[bool] = None) -> None:
+        config = resolved_config(config)   # each model's datasets as the run made them (opencompass_longctx.selection)
         self.abbrs = [dataset_abbr_from_cfg(d) for d in config['datasets']]
         given = list(summary_groups or [])
         names = {g['name'] for g in given}

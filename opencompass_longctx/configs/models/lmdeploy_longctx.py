@@ -38,6 +38,7 @@ lmdeploy_longctx_models = [
         caveats=m.get('caveats', []),
         gen_config=dict(do_sample=False),
         max_seq_len=session_len,
+        max_tier=m['max_tier'],   # the largest tier this model runs (read by LongCtxPartitioner, not the model)
         max_out_len=MAX_OUT_LEN,
         batch_size=m['max_batch_size'],
         run_cfg=dict(num_gpus=m['tp']),
