@@ -163,6 +163,7 @@ def dump_dom(html_path: str) -> str:
 
 def screenshot(html_path: str, png_path: str, width: int = 1400, height: int = 1800) -> str:
     proc = _chromium([f'--screenshot={os.path.abspath(png_path)}', f'--window-size={width},{height}',
+                      '--run-all-compositor-stages-before-draw', '--virtual-time-budget=5000',
                       'file://' + os.path.abspath(html_path)])
     if proc.returncode != 0 or not os.path.isfile(png_path):
         raise RuntimeError(f'chromium wrote no screenshot of {html_path} (exit {proc.returncode}): '

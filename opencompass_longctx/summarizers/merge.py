@@ -95,15 +95,15 @@ def find_run(work_dir: str) -> str:
 
 
 def load_run(work_dir: str) -> Run:
-    from mmengine.config import Config
-
-    from .longctx import table_inputs
-    from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
     path = find_run(work_dir)
     if not glob.glob(os.path.join(path, 'results', '*', '*.json')):
         raise ReportInputError(f'{path}: the run has no results (no {os.path.join(path, "results", "<model>", "*.json")}'
                                f'): its evaluation has not run or failed (see {os.path.join(path, "logs")}); finish it '
                                'with `opencompass <config> -r ' + os.path.basename(path) + '` first')
+    from mmengine.config import Config
+    from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
+
+    from .longctx import table_inputs
     cfg = Config.fromfile(sorted(glob.glob(os.path.join(path, 'configs', '*.py')))[-1])
     models, abbrs, expected = table_inputs(cfg)
     return Run(path=path, cfg=cfg, models=models, model_cfgs={model_abbr_from_cfg(m): m for m in cfg['models']},
@@ -146,23 +146,48 @@ def read_predictions(run_path: str, model: str, abbr: str) -> Optional[List[dict
     return out or None
 
 
+def _init_defaults(dotted: str) -> Dict[str, object]:
+    """The literal default arguments of a class's own ``__init__``, read from its source file without importing
+    it (an evaluator's module pulls in OpenCompass's model stack: seconds per report); {} when not found."""
+    import ast
+    import importlib.util
+    mod, _, name = dotted.rpartition('.')
+    top, *rest = mod.split('.')
+    try:
+        spec = importlib.util.find_spec(top)  # a top-level package is found without being imported
+    except (ImportError, ValueError):
+        return {}
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        base = os.path.join(root, *rest)
+        src = next((f for f in (base + '.py', os.path.join(base, '__init__.py')) if os.path.isfile(f)), None)
+        if src is None:
+            continue
+        try:
+            tree = ast.parse(open(src, encoding='utf-8').read())
+        except (OSError, SyntaxError, ValueError):
+            return {}
+        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name):
+            for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == '__init__'):
+                args = fn.args.args[len(fn.args.args) - len(fn.args.defaults):]
+                out = {}
+                for a, d in zip(args, fn.args.defaults):
+                    try:
+                        out[a.arg] = ast.literal_eval(d)
+                    except ValueError:
+                        pass
+                return out
+        return {}
+    return {}
+
+
 def _filled(evaluator: dict) -> dict:
-    """The evaluator config with its class's default arguments filled in (as given when the class cannot be read)."""
-    import inspect
+    """The evaluator config with its class's default arguments filled in (``mode='official'`` and no mode alike)."""
     ev = dict(evaluator)
     typ = ev.get('type')
-    try:
-        if isinstance(typ, str):
-            import importlib
-            mod, _, name = typ.rpartition('.')
-            typ = getattr(importlib.import_module(mod), name)
-        for k, p in inspect.signature(typ.__init__).parameters.items():
-            if k != 'self' and p.default is not inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD:
-                ev.setdefault(k, p.default)
-    except Exception:  # noqa: BLE001 - a class that cannot be imported here: compare the config as written
-        pass
-    if not isinstance(ev.get('type'), str) and ev.get('type') is not None:
-        ev['type'] = f'{ev["type"].__module__}.{ev["type"].__qualname__}'
+    if not isinstance(typ, str) and typ is not None:
+        typ = ev['type'] = f'{typ.__module__}.{typ.__qualname__}'
+    for k, v in (_init_defaults(typ) if typ else {}).items():
+        ev.setdefault(k, v)
     return ev
 
 
@@ -221,6 +246,7 @@ class Merged:
     failures: List[Failure]
     notes: List[str]
     marks: Dict[Tuple[str, str], str]       # (model, abbr) -> why its numbers are not comparable
+    model_cfgs: List[dict] = field(default_factory=list)   # each model's config, from the newest run that has it
 
 
 def _conflict(a: Run, b: Run, model: str, abbr: str, fa: Fingerprint, fb: Fingerprint) -> Optional[str]:
@@ -271,13 +297,14 @@ def merge(paths: Sequence[str]) -> Merged:
                      f'data and scoring: the newer run ({best}) is used' +
                      (f' ({len(unchecked)} without predictions: their data could not be compared)' if unchecked else ''))
     models: Dict[str, ModelInfo] = {}
+    cfgs: Dict[str, dict] = {}
     for run in sorted(runs, key=lambda r: r.name):  # the newest run's model config last
         for m in run.models:
             old = models.get(m.abbr)
             if old is not None and old.max_seq_len != m.max_seq_len:
                 notes.append(f'{m.abbr}: max_seq_len {old.max_seq_len} in an older run, {m.max_seq_len} in {run.path} '
                              '(the newer is used for N/A)')
-            models[m.abbr] = m
+            models[m.abbr], cfgs[m.abbr] = m, run.model_cfgs[m.abbr]
     order = list(dict.fromkeys(m.abbr for run in runs for m in run.models))
     abbrs = list(dict.fromkeys(a for run in runs for a in run.abbrs))
     expected = list(candidates)
@@ -288,7 +315,7 @@ def merge(paths: Sequence[str]) -> Merged:
         if mine:
             failures += find_failures(run.path, mine, checked_reader(run.results, abbrs))
     return Merged(runs, [models[a] for a in order], abbrs, expected, results, failures, notes,
-                  column_marks(chosen, abbrs))
+                  column_marks(chosen, abbrs), [cfgs[a] for a in order])
 
 
 def _signature(run: Run, model: str, abbr: str) -> Optional[Tuple]:
@@ -328,6 +355,7 @@ def column_marks(chosen: Dict[Tuple[str, str], Run], abbrs: Sequence[str]) -> Di
 def build_merged(merged: Merged, ruler_threshold: float, nolima_ratio: float) -> dict:
     """The tier table of the merged runs (``report.build`` over the chosen results), with the runs, the merge's
     notes and every result's fingerprint."""
+    from .caveats import mark_caveats
     from .report import build
     aliases: Dict[str, Dict[str, str]] = {}
     for run in merged.runs:
@@ -335,6 +363,7 @@ def build_merged(merged: Merged, ruler_threshold: float, nolima_ratio: float) ->
             aliases.setdefault(bench, {}).update(mapping)
     report = build('', merged.models, merged.abbrs, ruler_threshold, nolima_ratio, aliases or None,
                    expected=merged.expected, results=merged.results, failures=merged.failures, marks=merged.marks)
+    mark_caveats(report, merged.model_cfgs)  # tiers a model ran beyond its engine's support (its run's config)
     report['runs'] = [r.path for r in merged.runs]
     report['merge_notes'] = list(merged.notes)
     report['fingerprints'] = {}

@@ -445,7 +445,7 @@ def to_markdown(report: dict, with_ci: bool = True) -> str:
     for mark, why in (report.get('footnotes') or {}).items():
         foot += ['', f'{mark} Not comparable with the other models\' cells of its column (another data set or '
                  'scoring: see the fingerprints in the JSON):'] + [f'- {x}' for x in why]
-    if report.get('runs'):
+    if len(report.get('runs') or []) > 1 or report.get('merge_notes'):
         foot += ['', f'Runs merged ({len(report["runs"])}):'] + [f'- {r}' for r in report['runs']]
         foot += [f'- {x}' for x in report.get('merge_notes', [])]
     foot += _legend(report)

@@ -1,0 +1,77 @@
+"""The merged leaderboard as one self-contained HTML page (issue 19), opened in a real headless browser (Debian's
+chromium): the rendered DOM's cells show the numbers of the CSV files; a screenshot is kept beside the page."""
+import os
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from opencompass_longctx.summarizers.html import CHROMIUM_INSTALL, dump_dom, find_chromium
+from report_runs import read_csv, report, report_runs  # noqa: F401 (report_runs: the fixture)
+
+
+def need_chromium():
+    if find_chromium():
+        return
+    msg = f'no headless browser for the leaderboard page test: install Debian\'s chromium ({CHROMIUM_INSTALL})'
+    if os.environ.get('CI'):
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
+class Cells(HTMLParser):
+    """Every <td> with data-* attributes: {attrs: text}; and every src/href the page refers to."""
+
+    def __init__(self):
+        super().__init__()
+        self.cells, self.refs, self._at, self._text = {}, [], None, []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.refs += [(tag, attrs[k]) for k in ('src', 'href') if k in attrs]
+        if tag == 'td':
+            self._at = tuple(sorted((k[5:], v) for k, v in attrs.items() if k.startswith('data-')))
+            self._text = []
+
+    def handle_data(self, data):
+        if self._at is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag):
+        if tag == 'td' and self._at is not None:
+            if self._at:
+                self.cells[self._at] = ''.join(self._text).strip()
+            self._at = None
+
+
+def test_the_page_renders_the_csv_numbers_offline(report_runs, tmp_path):
+    need_chromium()
+    out = tmp_path / 'merged'
+    proc = report(report_runs['tiny'], report_runs['rule'], '-o', out, '--screenshot')
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    page = out / 'longctx_leaderboard.html'
+    dom = Cells()
+    dom.feed(dump_dom(str(page)))
+    # self-contained: no reference leaves the file (plots are data: URIs), no script or stylesheet is loaded
+    assert dom.refs and all(ref.startswith('data:image/png;base64,') for _, ref in dom.refs), dom.refs[:3]
+    assert not re.search(r'<(script|link)\b', page.read_text())
+    # the tier table: each cell shows the CSV's score (or N/A / -), with its interval
+    tier_rows = read_csv(out / 'longctx_report.csv')
+    assert len(tier_rows) > 20
+    for r in tier_rows:
+        text = dom.cells[tuple(sorted(dict(bench=r['benchmark'], model=r['model'], row=r['row'],
+                                           tier=r['tier']).items()))]
+        if r['status'] == 'ok':
+            assert text.startswith(f"{float(r['score']):.1f} ±{float(r['ci95']):.1f}"), (r, text)
+        else:
+            assert text == {'n/a': 'N/A', 'missing': '-', 'failed': 'FAIL'}[r['status']], (r, text)
+    # the paired table: each difference as in the CSV, starred where the interval excludes 0
+    paired = [r for r in read_csv(out / 'longctx_compare.csv') if r['diff']]
+    assert paired
+    for r in paired:
+        text = dom.cells[tuple(sorted(dict(a=r['a'], b=r['b'], bench=r['benchmark'], row=r['row'],
+                                           tier=r['tier']).items()))]
+        assert text == f"{float(r['diff']):+.1f}" + (' *' if r['significant'] == '1' else ''), (r, text)
+    assert dom.cells[(('bench', 'babilong'), ('rank', '1'))] == 'rule-reader'
+    shot = out / 'longctx_leaderboard.png'  # kept beside the page, in the merged summary directory
+    assert shot.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' and shot.stat().st_size > 20000
