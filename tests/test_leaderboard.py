@@ -1,6 +1,7 @@
 """The leaderboard run through the real `opencompass` command with LongCtxPartitioner and LMDeploy model configs,
-served by a test double of LMDeploy's engine (tests/doubles/lmdeploy_double.py: only `lmdeploy.pipeline` is
-replaced; validation, preflight, chat template and OpenCompass's TurboMind wrapper are real). Two models (tp=1 and
+served by a test double of LMDeploy's engine (tests/doubles/lmdeploy_double.py: only the engine LMDeploy would
+build is replaced; validation, preflight, chat template, OpenCompass's TurboMind wrapper and LMDeploy's own pipeline,
+tokenizer and backend choice are real). Two models (tp=1 and
 tp=2) and three bands of tiny tiers: the engines started are the plan's, no batch is larger than its engine's
 max_batch_size, and every prediction is in its place (none skipped as over-length by an undersized engine)."""
 import glob

@@ -104,7 +104,8 @@ class FakeInstance:
         if status is not None:
             yield EngineOutput(status, [])
             return
-        yield EngineOutput(ResponseType.FINISH, self.engine.forward(input_ids, max_new, gen_config.stop_token_ids or []))
+        answer = self.engine.forward(input_ids, max_new, gen_config.stop_token_ids or [])
+        yield EngineOutput(ResponseType.FINISH, answer)
 
     async def async_cancel(self, session_id=None):
         pass
@@ -113,28 +114,35 @@ class FakeInstance:
         pass
 
 
-def _install():
-    """LMDeploy as on a GPU machine, with FakeEngine where it would build TurboMind or the PyTorch engine."""
+def engine_patches():
+    """(object, attribute, replacement): LMDeploy as on a GPU machine, with FakeEngine where it would build TurboMind
+    or the PyTorch engine, and a log line per batch. Applied for good in a task process (:func:`_install`); a test
+    in pytest's own process applies them with ``monkeypatch.setattr`` so that they are undone after it."""
     import lmdeploy.turbomind
     from lmdeploy.pipeline import Pipeline
     from lmdeploy.serve.core.async_engine import AsyncEngine
-    if getattr(AsyncEngine, '_longctx_double', False):
-        return
-    lmdeploy.turbomind.is_available = lambda: True   # the backend choice is LMDeploy's, as with the full wheel
 
     def builder(backend):
         def build(self, model_path, backend_config=None, **kwargs):
             return FakeEngine(self, backend, backend_config, **_NEXT)
         return build
-    AsyncEngine._build_turbomind, AsyncEngine._build_pytorch = builder('turbomind'), builder('pytorch')
-    AsyncEngine._longctx_double = True
     infer = Pipeline.infer
 
     def logged_infer(self, prompts, gen_config=None, **kwargs):
         _log({'event': 'batch', 'size': len(prompts), 'session_len': self.backend_config.session_len,
               'max_batch_size': self.backend_config.max_batch_size, 'max_new_tokens': gen_config.max_new_tokens})
         return infer(self, prompts, gen_config=gen_config, **kwargs)
-    Pipeline.infer = logged_infer
+    return [(lmdeploy.turbomind, 'is_available', lambda: True),   # the backend choice is LMDeploy's, as on a GPU
+            (AsyncEngine, '_build_turbomind', builder('turbomind')),
+            (AsyncEngine, '_build_pytorch', builder('pytorch')),
+            (Pipeline, 'infer', logged_infer), (AsyncEngine, '_longctx_double', True)]
+
+
+def _install():
+    from lmdeploy.serve.core.async_engine import AsyncEngine
+    if not getattr(AsyncEngine, '_longctx_double', False):
+        for obj, name, value in engine_patches():
+            setattr(obj, name, value)
 
 
 class RecordingTurboMindModel(LongCtxTurboMindModel):
