@@ -9,7 +9,8 @@ OVER_LENGTH = '[opencompass-longctx: prompt longer than the model can hold; not 
 # A prompt the model could hold but its engine for this tier band could not (LongCtxPartitioner sized the band's
 # engine too small): not sent either, left out of the score like an over-length one, and counted apart
 # (``counts['engine_too_small']``): the tier table shows such a dataset as missing with the reason, never as a
-# score over fewer samples or as N/A.
+# score over fewer samples or as N/A. LMDeploy's own refusals of a prompt its engine cannot hold (session_len, KV
+# cache), and an answer its engine cut short, get this marker too (:mod:`opencompass_longctx.models.responses`).
 ENGINE_TOO_SMALL = ('[opencompass-longctx: prompt fits the model but not the engine sized for its tier band; '
                     'not sent to the model]')
 # The engine answered a prompt with an error that is neither of the above (LMDeploy's Response with

@@ -41,8 +41,10 @@ def raw(model, prompt):
 
 
 def test_each_lmdeploy_error_response_becomes_the_marker_it_means(double):
-    from opencompass_longctx.models.responses import KV_FULL
+    from lmdeploy import GenerationConfig
     from lmdeploy.serve.core.exceptions import ERROR_MESSAGES, ErrorCode
+
+    from opencompass_longctx.models.responses import KV_FULL
 
     # the engine's session_len (40) is below the configured one: LMDeploy's own check refuses the long prompt
     m = double(dict(session_len=40))
@@ -71,6 +73,13 @@ def test_each_lmdeploy_error_response_becomes_the_marker_it_means(double):
     assert (refused.error_code, refused.error_message) == (
         'context_length_exceeded', ERROR_MESSAGES[ErrorCode.CONTEXT_LENGTH_EXCEEDED])
     assert m.generate([SHORT, LONG], max_out_len=8)[1] == ENGINE_TOO_SMALL
+    # ... and admits a prompt whose answer does not fit, lowering max_new_tokens: the cut answer is not scored
+    n = raw(m, SHORT).input_token_len
+    m = double(dict(kv_tokens=n + 3 + 64), backend='pytorch')
+    cut = raw(m, SHORT)
+    assert (cut.finish_reason, cut.generate_token_len, cut.error_code) == ('length', 3, None) and cut.text
+    assert m.pipe([SHORT], gen_config=GenerationConfig(max_new_tokens=8), do_preprocess=False)[0].text == \
+        ENGINE_TOO_SMALL
 
     # any other error: the engine-error marker, counted
     m = double(dict(error_every=1))

@@ -23,6 +23,10 @@ sample out of the score and count it, and the tier table shows the dataset as in
   admit the sequence even alone). LMDeploy 0.18 turns it into a plain ``internal_error``
   (``AsyncEngine._request_error_from_status``, async_engine.py:609-619); :func:`keep_out_of_memory` gives that
   error the message :data:`KV_FULL` so that it can be told from other internal errors: :data:`ENGINE_TOO_SMALL`.
+* an answer the engine ended before ``max_new_tokens`` (``finish_reason`` 'length' with fewer new tokens): its
+  sequence ran out of room. The PyTorch engine admits a prompt whose answer would not fit its KV cache and lowers
+  ``max_new_tokens`` to fit, with only a warning (pytorch/engine/engine.py:470-481): the cut answer would be
+  scored. :data:`ENGINE_TOO_SMALL`.
 * anything else with ``finish_reason`` 'error' or 'abort', or an ``error_code``: :data:`ENGINE_ERROR`.
 
 Each mapped response is logged (``longctx: engine error response ...``: the error code, LMDeploy's message, the
@@ -64,6 +68,8 @@ def marker_for(response, max_new_tokens: int, window=None):
     """The marker an LMDeploy ``Response`` means, or None when it is an answer (see the module doc). ``window``:
     the model's window when it is larger than this engine's (a tier band's engine), else None."""
     finish, code = getattr(response, 'finish_reason', None), getattr(response, 'error_code', None)
+    if not code and max_new_tokens and cut_short(response, max_new_tokens):
+        return ENGINE_TOO_SMALL
     if finish not in ('error', 'abort') and not code:
         return None
     message = getattr(response, 'error_message', None) or ''
@@ -76,6 +82,12 @@ def marker_for(response, max_new_tokens: int, window=None):
     if code == INTERNAL_ERROR and message == KV_FULL:
         return ENGINE_TOO_SMALL
     return ENGINE_ERROR
+
+
+def cut_short(response, max_new_tokens: int) -> bool:
+    """Whether the engine ended the answer with fewer than ``max_new_tokens`` new tokens and no stop token."""
+    made = getattr(response, 'generate_token_len', None)
+    return getattr(response, 'finish_reason', None) == 'length' and made is not None and made < max_new_tokens
 
 
 class ResponsePipe:
@@ -100,14 +112,17 @@ class ResponsePipe:
     def __call__(self, prompts, gen_config=None, **kwargs):
         outputs = self.pipe(prompts, gen_config=gen_config, **kwargs)
         for out in outputs if isinstance(outputs, list) else [outputs]:
-            marker = marker_for(out, getattr(gen_config, 'max_new_tokens', 0), self._window())
+            max_new = getattr(gen_config, 'max_new_tokens', 0)
+            marker = marker_for(out, max_new, self._window())
             if marker is None:
                 continue
             self._check_survives(marker, getattr(gen_config, 'stop_words', None) or [])
             name = {OVER_LENGTH: 'over-length', ENGINE_TOO_SMALL: 'engine too small'}.get(marker, 'engine error')
             log = get_logger().error if marker == ENGINE_ERROR else get_logger().warning
+            why = out.error_message or (f'the engine ended the answer after {out.generate_token_len} of {max_new} new '
+                                        'tokens' if cut_short(out, max_new) else '(no message)')
             log(f'{LOGGED} (finish_reason={out.finish_reason!r}, error_code={out.error_code!r}, input_token_len='
-                f'{out.input_token_len}): {out.error_message or "(no message)"} -> recorded as {name}, not scored')
+                f'{out.input_token_len}): {why} -> recorded as {name}, not scored')
             self.counts[marker] += 1
             out.text = marker
         return outputs

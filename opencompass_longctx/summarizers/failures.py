@@ -123,8 +123,8 @@ def incomplete_reason(abbr: str, counts: dict, n: int) -> Optional[str]:
     parts = []
     if engine:
         parts.append(f'{engine} of {n} samples fit the model but not the engine sized for their tier band (not sent, '
-                     'or refused by LMDeploy: see the infer log): rerun this dataset with a larger headroom or KV '
-                     'cache')
+                     'or refused or cut short by LMDeploy: see the infer log): rerun this dataset with a larger '
+                     'headroom or KV cache')
     if errors:
         parts.append(f'{errors} of {n} samples got an error response from the engine (not scored; LMDeploy\'s '
                      'error is in the infer log): rerun this dataset')
