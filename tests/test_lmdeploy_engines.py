@@ -2,49 +2,19 @@
 published config.json, the engine-config class and the keys that engine really reads, the PyTorch engine's
 memory reserve (LMDeploy's own ``_get_runtime_size``), ``trust_remote_code`` reaching LMDeploy's real
 ``Tokenizer``, and the caveat marks of tiers a row runs beyond what its engine supports."""
-import contextlib
-import dataclasses
 import json
 import re
-import shutil
-import sys
 import types
 from pathlib import Path
 from unittest import mock
 
 import pytest
-from mmengine.config import Config
 
-from conftest import REPO
+from lmdeploy_real import babilong, lmdeploy_or_skip, model_dir, published, shipped, without_zmq
 from opencompass_longctx import plan as P
 from opencompass_longctx.models import lmdeploy as L
 
-DATA = REPO / 'tests' / 'data' / 'model_configs'
 GIB = 1024 ** 3
-
-
-def lmdeploy_or_skip():
-    try:
-        import lmdeploy
-    except ImportError:
-        pytest.skip('lmdeploy not importable here')
-    return lmdeploy
-
-
-def shipped():
-    return {m['abbr']: m for m in Config.fromfile(str(REPO / 'configs' / 'models' / 'lmdeploy_longctx.py'))[
-        'lmdeploy_longctx_models']}
-
-
-def published(abbr):
-    return json.loads((DATA / f'{abbr}.json').read_text())
-
-
-def model_dir(tmp_path, abbr):
-    d = tmp_path / abbr
-    d.mkdir(exist_ok=True)
-    shutil.copy(DATA / f'{abbr}.json', d / 'config.json')
-    return str(d)
 
 
 EXPECTED_BACKEND = {'qwen2.5-7b-instruct': 'turbomind', 'qwen2.5-7b-instruct-1m': 'turbomind',
@@ -118,21 +88,6 @@ def test_rope_scaling_factor_on_turbomind_is_rejected_with_the_replacement():
         L.validate_engine_config({'rope_scaling_factor': 2.0}, 'pytorch')
 
 
-@contextlib.contextmanager
-def without_zmq():
-    try:
-        import zmq  # noqa: F401
-        yield
-        return
-    except ImportError:
-        pass
-    sys.modules['zmq'] = sys.modules['zmq.asyncio'] = mock.MagicMock()   # disaggregated serving only
-    try:
-        yield
-    finally:
-        del sys.modules['zmq'], sys.modules['zmq.asyncio']
-
-
 def test_pytorch_engine_reserve_is_lmdeploys_runtime_size():
     lmdeploy_or_skip()
     with without_zmq():
@@ -187,7 +142,8 @@ def remote_code_model(tmp_path):
     tok.save(str(d / 'tokenizer.json'))
     (d / 'tokenization_probe.py').write_text(TOKENIZER_CODE)
     (d / 'tokenizer_config.json').write_text(json.dumps({
-        'tokenizer_class': 'ProbeTokenizerFast', 'auto_map': {'AutoTokenizer': [None, 'tokenization_probe.ProbeTokenizerFast']},
+        'tokenizer_class': 'ProbeTokenizerFast',
+        'auto_map': {'AutoTokenizer': [None, 'tokenization_probe.ProbeTokenizerFast']},
         'eos_token': '<|im_end|>', 'unk_token': '<unk>',
         'chat_template': "{% for m in messages %}<|im_start|>{{ m['role'] }} {{ m['content'] }}<|im_end|>{% endfor %}"
                          "{% if add_generation_prompt %}<|im_start|>assistant{% endif %}"}))
@@ -226,8 +182,7 @@ def test_trust_remote_code_reaches_lmdeploys_tokenizer(tmp_path, monkeypatch):
 # ------------------------------------------------------------------------------- caveats
 def test_caveat_marks_in_the_plan():
     model = shipped()['qwen2.5-7b-instruct-1m']
-    datasets = [Config.fromfile(str(REPO / 'configs' / 'datasets' / 'babilong' / f'babilong_{t}_gen.py'))[
-        'babilong_datasets'][0] for t in ('128k', '256k', '512k', '1m')]
+    datasets = [babilong(t) for t in ('128k', '256k', '512k', '1m')]
     plan = P.make_plan([{'models': [model], 'datasets': datasets}])
     md = P.to_markdown(P.summarize(plan))
     row = next(line for line in md.splitlines() if line.startswith('| qwen2.5-7b-instruct-1m | 128k-1m'))

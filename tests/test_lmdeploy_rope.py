@@ -3,32 +3,19 @@ engine, LongCtxTurboMindModel's rule gives the engine keys, and LMDeploy's own c
 ``override_hf_config`` as its TurboMind converter applies ``hf_overrides``, TurboMind's ``parse_rope_param``; the
 PyTorch engine's ``build_rotary_params`` for GLM) reads the row's published config.json with them. The factor,
 type and original length it finds must be the recipe the row states (and the plan prints)."""
-import contextlib
 import importlib.util
 import json
-import shutil
+import math
 import sys
 import types
 from pathlib import Path
 from unittest import mock
 
 import pytest
-from mmengine.config import Config
 
-from conftest import REPO
+from lmdeploy_real import DATA, babilong, lmdeploy_or_skip, model_dir, shipped, without_zmq
 from opencompass_longctx import plan as P
 from opencompass_longctx.models import recipe
-
-DATA = REPO / 'tests' / 'data' / 'model_configs'
-DATASETS = REPO / 'configs' / 'datasets' / 'babilong'
-
-
-def lmdeploy_or_skip():
-    try:
-        import lmdeploy
-    except ImportError:
-        pytest.skip('lmdeploy not importable here')
-    return lmdeploy
 
 
 def turbomind_parse_rope_param():
@@ -52,30 +39,6 @@ def turbomind_parse_rope_param():
     return utils
 
 
-@contextlib.contextmanager
-def without_zmq():
-    """The PyTorch engine's package imports pyzmq for its disaggregated-serving connection (never used here); a
-    stand-in module while it imports when pyzmq is not installed (CI unpacks LMDeploy without its dependencies)."""
-    try:
-        import zmq  # noqa: F401
-        yield
-        return
-    except ImportError:
-        pass
-    sys.modules['zmq'] = sys.modules['zmq.asyncio'] = mock.MagicMock()
-    try:
-        yield
-    finally:
-        del sys.modules['zmq'], sys.modules['zmq.asyncio']
-
-
-def model_dir(tmp_path, abbr):
-    d = tmp_path / abbr
-    d.mkdir(exist_ok=True)
-    shutil.copy(DATA / f'{abbr}.json', d / 'config.json')
-    return str(d)
-
-
 def lmdeploy_rope(path, engine_config, backend):
     """{'type', 'factor', 'original'} as LMDeploy's engine of ``backend`` derives it for this model directory."""
     from lmdeploy.archs import get_model_arch
@@ -97,15 +60,6 @@ def lmdeploy_rope(path, engine_config, backend):
     original = (rope.original_max_position_embeddings if rope.type == 'llama3'
                 else rope.max_position_embeddings if rope.type in ('yarn', 'dynamic') else None)
     return {'type': rope.type, 'factor': rope.factor, 'original': original, 'attention_factor': rope.attention_factor}
-
-
-def shipped():
-    return {m['abbr']: m for m in Config.fromfile(str(REPO / 'configs' / 'models' / 'lmdeploy_longctx.py'))[
-        'lmdeploy_longctx_models']}
-
-
-def babilong(tier):
-    return Config.fromfile(str(DATASETS / f'babilong_{tier}_gen.py'))['babilong_datasets'][0]
 
 
 # each row's bands: the tiers planned, and what LMDeploy must apply in each band's engine (the row's recipe)
@@ -141,7 +95,7 @@ def test_rope_per_row_and_band_is_what_lmdeploy_computes(abbr, tmp_path):
         stated = task.engine['rope']                              # what the plan prints for the band
         assert stated['type'] == kind and stated.get('factor', 1.0) == factor and stated.get('original') == original
         if kind == 'yarn':                                         # TurboMind's YaRN attention scale for x4
-            assert got['attention_factor'] == pytest.approx(0.1 * __import__('math').log(4.0) + 1.0)
+            assert got['attention_factor'] == pytest.approx(0.1 * math.log(4.0) + 1.0)
         if backend == 'pytorch':
             assert got['base'] == stated['base'] == 1e8
 

@@ -3,14 +3,14 @@ OpenCompass's TurboMind model that runs them before any weight is loaded.
 
 OpenCompass's ``TurboMindModelwithChatTemplate`` silently drops engine keys LMDeploy does not know (a typo, or
 ``rope_scaling_factor`` on the PyTorch engine) and lets a too-large ``session_len`` end in an out-of-memory
-crash after minutes of loading. ``LongCtxTurboMindModel`` checks, in order: LMDeploy is installed; every
-the backend is the one LMDeploy 0.18 serves the model's architecture with (``backend='auto'``:
-TurboMind when ``architectures[0]`` is in ``lmdeploy/turbomind/supported_models.py`` ``SUPPORTED_ARCHS``, else the
-PyTorch engine; a forced ``'turbomind'`` for another architecture is an error); every engine key is a field of
-that backend's config class and one it reads (TurboMind 0.18 never reads ``rope_scaling_factor``); ``tp`` equals the GPUs the runner gave the task
-(``run_cfg.num_gpus``); ``session_len >= max_seq_len``; the model directory has a ``config.json``; and the KV
-cache for ``session_len x max_batch_size`` fits in GPU memory, saying which ``tp`` or KV quantisation would fit
-when it does not. Only then is the model loaded.
+crash after minutes of loading. ``LongCtxTurboMindModel`` checks, in order: LMDeploy is installed; the
+backend is the one LMDeploy 0.18 serves the model's architecture with (``backend='auto'``: TurboMind when
+``architectures[0]`` is in ``lmdeploy/turbomind/supported_models.py`` ``SUPPORTED_ARCHS``, else the PyTorch engine;
+a forced ``'turbomind'`` for another architecture is an error); every engine key is a field of that backend's
+config class and one it reads (TurboMind 0.18 never reads ``rope_scaling_factor``); ``tp`` equals the GPUs the
+runner gave the task (``run_cfg.num_gpus``); ``session_len >= max_seq_len``; the model directory has a
+``config.json``; and the KV cache for ``session_len x max_batch_size`` fits in GPU memory, saying which ``tp`` or
+KV quantisation would fit when it does not. Only then is the model loaded.
 
 The arithmetic (no LMDeploy import): KV bytes per token = 2 (K and V) x layers x KV heads x head dim x bytes per
 value (2 for bf16/fp16; 1 for ``quant_policy=8``, 0.5 for ``quant_policy=4``). LMDeploy gives the KV cache
@@ -156,8 +156,8 @@ def kv_preflight(path: str, session_len: int, max_batch_size: int = 1, tp: int =
         f'{path}: the KV cache for session_len={session_len} x max_batch_size={max_batch_size} needs '
         f'{plan["need"] / gib:.1f} GiB per GPU at tp={tp}, but LMDeploy would give it {plan["budget"] / gib:.1f} GiB '
         f'(cache_max_entry_count={cache_max_entry_count} of {gpu_memory / gib:.0f} GiB minus '
-        f'{weights / tp / gib:.1f} GiB of weights' + (f' and {reserve / gib:.1f} GiB of engine buffers' if reserve else '')
-        + f' per GPU). Would fit: {hint}.')
+        f'{weights / tp / gib:.1f} GiB of weights'
+        + (f' and {reserve / gib:.1f} GiB of engine buffers' if reserve else '') + f' per GPU). Would fit: {hint}.')
 
 
 BACKENDS = ('auto', 'turbomind', 'pytorch')

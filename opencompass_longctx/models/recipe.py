@@ -35,7 +35,8 @@ def merge_overrides(base: Dict, extra: Dict) -> Dict:
     """``base`` with ``extra`` merged in (nested dicts merged key by key), neither changed."""
     out = copy.deepcopy(base)
     for k, v in extra.items():
-        out[k] = merge_overrides(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
+        nested = isinstance(v, dict) and isinstance(out.get(k), dict)
+        out[k] = merge_overrides(out[k], v) if nested else copy.deepcopy(v)
     return out
 
 

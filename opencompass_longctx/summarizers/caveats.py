@@ -34,5 +34,6 @@ def mark_caveats(report: Dict, model_cfgs: Sequence[Dict]) -> Dict:
                 for reason in reasons:
                     where.setdefault((r.model, reason), set()).add(tier)
     report['notes'] = list(report['notes']) + [
-        f"{CAVEAT_MARK} {model} at {', '.join(sort_tiers(tiers))}: {reason}" for (model, reason), tiers in where.items()]
+        f"{CAVEAT_MARK} {model} at {', '.join(sort_tiers(tiers))}: {reason}"
+        for (model, reason), tiers in where.items()]
     return report
