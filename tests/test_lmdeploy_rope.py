@@ -100,6 +100,19 @@ def test_rope_per_row_and_band_is_what_lmdeploy_computes(abbr, tmp_path):
             assert got['base'] == stated['base'] == 1e8
 
 
+def test_qwen_recipe_also_as_transformers_5_shapes_the_config():
+    """transformers 5 keeps RoPE in rope_parameters (with rope_theta), which LMDeploy reads before rope_scaling:
+    the row's override gives YaRN x4 at the model's own base either way (config as a dict: LMDeploy accepts both)."""
+    lmdeploy_or_skip()
+    from lmdeploy.pytorch.config import override_hf_config
+    row = shipped()['qwen2.5-7b-instruct']
+    cfg = json.loads((DATA / 'qwen2.5-7b-instruct.json').read_text())
+    v5 = dict(cfg, rope_parameters={'rope_type': 'default', 'rope_theta': cfg.pop('rope_theta')})
+    override_hf_config(v5, row['long_context']['hf_overrides'])
+    rope, _ = turbomind_parse_rope_param().parse_rope_param(v5, 128)
+    assert (rope.type, rope.factor, rope.max_position_embeddings, rope.base) == ('yarn', 4.0, 32768, 1e6)
+
+
 def test_the_old_qwen_override_gave_factor_one(tmp_path):
     """The defect this guards: the override without max_position_embeddings, as LMDeploy reads it."""
     lmdeploy_or_skip()

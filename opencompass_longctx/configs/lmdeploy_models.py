@@ -25,10 +25,13 @@ LONGCTX_LMDEPLOY_MODELS = [
          max_tier='128k', tp=1, max_batch_size=4, cache_max_entry_count=0.8, engine=dict(), rope=dict(type='default'),
          # YaRN x4 beyond 32k, as the Qwen2.5 model card recommends. TurboMind derives the YaRN factor from
          # max_position_embeddings / original_max_position_embeddings (lmdeploy/turbomind/models/utils.py:154-156):
-         # max_position_embeddings must be raised to 131072 with it, or the factor is 1.0.
+         # max_position_embeddings must be raised to 131072 with it, or the factor is 1.0. rope_parameters too:
+         # with transformers 5 both engines read that key first (rope_scaling is then ignored), with its rope_theta.
          long_context=dict(hf_overrides=dict(max_position_embeddings=131072,
                                              rope_scaling=dict(rope_type='yarn', factor=4.0,
-                                                               original_max_position_embeddings=32768)),
+                                                               original_max_position_embeddings=32768),
+                                             rope_parameters=dict(rope_type='yarn', factor=4.0, rope_theta=1e6,
+                                                                  original_max_position_embeddings=32768)),
                            rope=dict(type='yarn', factor=4.0, original=32768)),
          arch=_QWEN25_7B, note='short-window reference; YaRN x4 only in engines longer than 32k'),
     dict(abbr='qwen2.5-7b-instruct-1m', hf_id='Qwen/Qwen2.5-7B-Instruct-1M', native_window=1010000,
