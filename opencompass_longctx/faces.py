@@ -166,8 +166,10 @@ def _resolve(t):
             return t.build()
         except Exception:  # noqa: BLE001
             return None
+    if isinstance(t, str) and t.startswith("<class '") and t.endswith("'>"):   # str() of a class
+        t = t[len("<class '"):-len("'>")]
     if isinstance(t, str) and '.' in t:
-        module, _, name = t.strip("<class '>").rpartition('.')
+        module, _, name = t.rpartition('.')
         try:
             return getattr(importlib.import_module(module), name)
         except (ImportError, AttributeError, ValueError):

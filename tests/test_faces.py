@@ -22,6 +22,7 @@ def test_a_face_is_found_from_a_class_a_dotted_path_or_a_lazy_object():
     from mmengine.config.lazy import LazyObject
     assert face_of(dict(type=NoLiMaDataset)) is NoLiMaDataset.benchmark
     assert face_of(dict(type='opencompass_longctx.longbio.dataset.LongBioDataset')) is LongBioDataset.benchmark
+    assert face_of(dict(type=str(LongBioDataset))) is LongBioDataset.benchmark      # "<class '...'>"
     assert face_of(dict(type=LazyObject('opencompass_longctx.babilong.dataset', 'BabilongDataset'))) \
         is BabilongDataset.benchmark
     # a subclass (the demo's types) keeps its parent's face
