@@ -290,6 +290,8 @@ class Comparer:
             for (m, bench, row), r in self.rows.items():
                 if m != a or (b, bench, row) not in self.rows:
                     continue
+                if not any(c.status == 'ok' for x in (r, self.rows[b, bench, row]) for c in x.cells.values()):
+                    continue  # no score on either side (the tier table says why)
                 tiers = [t for t in self.report['bench_tiers'][bench] if t in r.cells]
                 out += [self.compare(a, b, bench, row, t) for t in tiers + ['mean']]
         return out
