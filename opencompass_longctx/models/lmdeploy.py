@@ -29,7 +29,7 @@ from typing import Dict, Optional, Tuple
 
 from opencompass.models import TurboMindModelwithChatTemplate
 
-from . import prefill, recipe, responses
+from . import geometry, prefill, recipe, responses
 
 KV_BYTES = {0: 2.0, 8: 1.0, 4: 0.5}  # quant_policy -> bytes per cached value
 
@@ -70,11 +70,16 @@ def kv_geometry(cfg: Dict) -> Dict[str, int]:
     return {'layers': int(layers), 'kv_heads': int(kv_heads), 'head_dim': int(head_dim)}
 
 
-def kv_bytes_per_token(cfg: Dict, quant_policy: int = 0) -> float:
-    g = kv_geometry(cfg)
+def kv_bytes_per_token(cfg: Dict, quant_policy: int = 0, tp: int = 1) -> float:
+    """KV bytes per token as LMDeploy allocates them (per GPU at ``tp``), over the model's layer types
+    (:mod:`opencompass_longctx.models.geometry`; dense GQA: 2 x layers x KV heads x head dim x bytes per value)."""
+    kv_geometry(cfg)
     if quant_policy not in KV_BYTES:
         raise LMDeployConfigError(f'quant_policy must be one of {sorted(KV_BYTES)}, got {quant_policy!r}')
-    return 2 * g['layers'] * g['kv_heads'] * g['head_dim'] * KV_BYTES[quant_policy]
+    try:
+        return geometry.kv_bytes_per_token(cfg, KV_BYTES[quant_policy], tp)
+    except geometry.GeometryError as e:
+        raise LMDeployConfigError(str(e)) from e
 
 
 def weight_bytes(path: str, cfg: Dict) -> float:
@@ -112,10 +117,13 @@ def engine_reserve_bytes(backend: str, cfg: Dict, engine_config: Dict) -> float:
 
 def kv_plan(cfg: Dict, weights: float, session_len: int, max_batch_size: int, tp: int, cache_max_entry_count: float,
             quant_policy: int, gpu_memory: float, reserve: float = 0.0) -> Dict[str, float]:
-    """Per-GPU KV need and budget (bytes) for one engine configuration (``reserve``: the engine's own buffers)."""
-    need = kv_bytes_per_token(cfg, quant_policy) * session_len * max_batch_size / tp
-    budget = cache_max_entry_count * max(gpu_memory - weights / tp - reserve, 0.0)
-    return {'need': need, 'budget': budget, 'fits': need <= budget}
+    """Per-GPU KV need and budget (bytes) for one engine configuration (``reserve``: the engine's own buffers).
+    A model with a fixed state per sequence (Gated DeltaNet) has ``max_batch_size + 2`` state slots taken from the
+    free memory first (lmdeploy/pytorch/engine/executor/base.py:349-356): ``state`` in the result."""
+    need = kv_bytes_per_token(cfg, quant_policy, tp) * session_len * max_batch_size
+    state = geometry.state_bytes_per_seq(cfg, tp) * geometry.state_slots(max_batch_size)
+    budget = cache_max_entry_count * max(gpu_memory - weights / tp - reserve - state, 0.0)
+    return {'need': need, 'budget': budget, 'fits': need <= budget, 'state': state}
 
 
 def kv_preflight(path: str, session_len: int, max_batch_size: int = 1, tp: int = 1,
@@ -133,8 +141,8 @@ def kv_preflight(path: str, session_len: int, max_batch_size: int = 1, tp: int =
                    reserve)
     gib = 1024 ** 3
     report = {'kv_bytes_per_token': kv_bytes_per_token(cfg, quant_policy), 'weights_gib': weights / gib,
-              'engine_reserve_gib_per_gpu': reserve / gib,
-              'kv_need_gib_per_gpu': plan['need'] / gib, 'kv_budget_gib_per_gpu': plan['budget'] / gib,
+              'engine_reserve_gib_per_gpu': reserve / gib, 'layer_types': geometry.describe(cfg),
+              'state_gib_per_gpu': plan['state'] / gib, 'kv_need_gib_per_gpu': plan['need'] / gib, 'kv_budget_gib_per_gpu': plan['budget'] / gib,
               'gpu_memory_gib': gpu_memory / gib, 'tp': tp}
     if plan['fits']:
         return report
@@ -157,7 +165,9 @@ def kv_preflight(path: str, session_len: int, max_batch_size: int = 1, tp: int =
         f'{plan["need"] / gib:.1f} GiB per GPU at tp={tp}, but LMDeploy would give it {plan["budget"] / gib:.1f} GiB '
         f'(cache_max_entry_count={cache_max_entry_count} of {gpu_memory / gib:.0f} GiB minus '
         f'{weights / tp / gib:.1f} GiB of weights'
-        + (f' and {reserve / gib:.1f} GiB of engine buffers' if reserve else '') + f' per GPU). Would fit: {hint}.')
+        + (f' and {reserve / gib:.1f} GiB of engine buffers' if reserve else '')
+        + (f" and {plan['state'] / gib:.1f} GiB of linear-attention state" if plan['state'] else '')
+        + f' per GPU; {geometry.describe(cfg)}). Would fit: {hint}.')
 
 
 BACKENDS = ('auto', 'turbomind', 'pytorch')

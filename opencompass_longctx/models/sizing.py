@@ -7,6 +7,8 @@ directory is here, else the one the shipped model table declares."""
 import os
 from typing import Dict, Optional
 
+from . import geometry
+
 GIB = 1024 ** 3
 BATCH_CAP = 64             # largest max_batch_size the planner gives an engine
 
@@ -50,7 +52,7 @@ def engine_backend(model_cfg, cfg: Optional[Dict]):
 
 def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) -> Dict:
     """max_batch_size for ``session_len`` from the KV-cache arithmetic (the runtime preflight's), and its verdict."""
-    from .lmdeploy import (LMDeployConfigError, _text_config, engine_reserve_bytes, kv_bytes_per_token,
+    from .lmdeploy import (KV_BYTES, LMDeployConfigError, _text_config, engine_reserve_bytes, kv_bytes_per_token,
                                   kv_geometry, kv_plan, weight_bytes)
     ec = dict(model_cfg.get('engine_config') or {})
     tp = int(ec.get('tp', 1))
@@ -72,15 +74,23 @@ def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) ->
     if not weights:
         weights = weight_bytes('', cfg)
     kvpt = kv_bytes_per_token(cfg, int(ec.get('quant_policy', 0)))
+    cme = float(ec.get('cache_max_entry_count', 0.8))
     gpu_mem = float(model_cfg.get('gpu_memory_gib') or gpu['memory_gib']) * GIB
     reserve = engine_reserve_bytes(out['backend'], cfg, dict(ec, max_batch_size=cap))  # at the largest batch
-    one = kv_plan(cfg, weights, session_len, 1, tp, float(ec.get('cache_max_entry_count', 0.8)),
-                  int(ec.get('quant_policy', 0)), gpu_mem, reserve)   # the runtime preflight's arithmetic, batch 1
+    one = kv_plan(cfg, weights, session_len, 1, tp, cme, int(ec.get('quant_policy', 0)), gpu_mem,
+                  reserve)   # the runtime preflight's arithmetic, batch 1
     per_seq, budget = one['need'], one['budget']
-    fit = int(budget // per_seq) if per_seq else cap
+    # b sequences fit when b x per_seq <= cme x (free - (b + 2) x slot): b = (budget(1) + cme x slot) // (per_seq +
+    # cme x slot), slot = one sequence's fixed state (0 without linear-attention layers: budget // per_seq)
+    slot = one['state'] / geometry.state_slots(1)
+    fit = int((budget + cme * slot) // (per_seq + cme * slot)) if per_seq else cap
+    params = float(cfg.get('params', 0) or 0) or weights / 2.0
     out.update(weights_gib=weights / GIB, kv_bytes_per_token=kvpt, kv_gib_per_seq_per_gpu=per_seq / GIB,
                kv_budget_gib_per_gpu=budget / GIB, layers=kv_geometry(cfg)['layers'],
-               hidden=_text_config(cfg).get('hidden_size'), weights=weights, engine_reserve_gib=reserve / GIB)
+               hidden=_text_config(cfg).get('hidden_size'), weights=weights, engine_reserve_gib=reserve / GIB,
+               layer_types=geometry.describe(cfg), state_gib_per_seq_per_gpu=slot / GIB,
+               compute=dict(geometry.compute_profile(cfg, params, KV_BYTES[int(ec.get('quant_policy', 0))]),
+                            total_params=params))
     if fit < 1:
         out.update(max_batch_size=1, verdict='does not fit',
                    reason=f'one sequence of {session_len} tokens needs {per_seq / GIB:.1f} GiB of KV per GPU, '

@@ -4,6 +4,7 @@ import math
 from typing import Dict, Optional, Sequence
 
 from ..configs.cost_model import COST_MODEL, GPUS
+from ..models import geometry
 from .bands import PlanError
 
 
@@ -27,16 +28,18 @@ def task_seconds(loads: Sequence, engine: Optional[Dict], cm: Dict) -> Dict[str,
         return {'start': start, 'prefill': 0.0, 'decode': 0.0, 'costed': False}
     gpu, tp = cm['gpu_spec'], engine['tp']
     flops_per_s = tp * gpu['bf16_tflops'] * 1e12 * cm['prefill_mfu']
-    params = engine['weights'] / 2.0
-    layers, hidden = engine['layers'], engine['hidden'] or 0
+    # the layer types' compute model (models.geometry): active params, attention over full layers only
+    prof = engine.get('compute') or geometry.dense_profile(engine['weights'] / 2.0, engine['layers'],
+                                                            engine['hidden'] or 0, engine['kv_bytes_per_token'])
+    total = prof.get('total_params') or engine['weights'] / 2.0
     bw = tp * gpu['hbm_tbps'] * 1e12 * cm['decode_bw_efficiency']
     prefill = decode = 0.0
     batch = max(1, engine['max_batch_size'])
     for ld in loads:
         L = ld.tokens_per_row * (ld.ratio or 1.0)      # in the model's tokens
-        prefill += ld.rows * (2 * params * L + 2 * layers * hidden * L * L) / flops_per_s
+        prefill += ld.rows * geometry.prefill_flops(prof, L) / flops_per_s
         out = ld.max_out_len * cm['output_fraction']
         batches = math.ceil(ld.rows / batch)
         b = min(batch, ld.rows) or 1
-        decode += batches * out * (engine['weights'] + b * engine['kv_bytes_per_token'] * (L + out / 2)) / bw
+        decode += batches * out * geometry.decode_bytes(prof, engine['weights'], total, b, L + out / 2) / bw
     return {'start': start, 'prefill': prefill, 'decode': decode, 'costed': True}
