@@ -28,7 +28,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 SLURM_FLAG_WARNING = (
     '[opencompass_longctx] opencompass --slurm replaces the config\'s infer and eval (partitioner, runner, task) with '
     'OpenCompass\'s defaults: LongCtxPartitioner, its plan and its checks are not used (one task per dataset, each '
-    'loading its model). Run without --slurm and set runner=dict(type=SlurmRunner, partition=...) in the config '
+    'loading its model; a partitioner option such as bands= makes OpenCompass\'s NumWorkerPartitioner fail). Run '
+    'without --slurm and set runner=dict(type=SlurmRunner, partition=...) in the config '
     '(README: "Run it on a Slurm cluster"); -p still sets the partition.')
 
 SINFO_TIMEOUT_S = 30

@@ -55,6 +55,7 @@ class SlurmCluster:
         self.cpus = os.cpu_count() or 1
         self.conf = self.root / 'slurm.conf'
         self.jobcomp = self.root / 'jobcomp.txt'
+        self.job_gpus_file = self.root / 'job_gpus.txt'
         self.procs: Dict[str, subprocess.Popen] = {}
         self.started_s: Optional[float] = None
 
@@ -83,7 +84,8 @@ class SlurmCluster:
             f'SlurmctldPidFile={r / "slurmctld.pid"}', f'SlurmdPidFile={r / "slurmd.pid"}',
             f'SlurmctldLogFile={r / "log" / "slurmctld.log"}', f'SlurmdLogFile={r / "log" / "slurmd.log"}',
             'ProctrackType=proctrack/linuxproc', 'TaskPlugin=task/none', 'JobAcctGatherType=jobacct_gather/none',
-            'AccountingStorageType=accounting_storage/none', 'AccountingStorageTRES=gres/gpu',  # jobcomp: GPUs
+            'AccountingStorageType=accounting_storage/none',
+            f'TaskProlog={r / "task_prolog.sh"}',   # records each job's GPUs (jobcomp/filetxt does not hold gres)
             'JobCompType=jobcomp/filetxt', f'JobCompLoc={self.jobcomp}',
             'SelectType=select/cons_tres', 'SelectTypeParameters=CR_Core',
             'SchedulerType=sched/backfill', 'MpiDefault=none', 'SwitchType=switch/none', 'ReturnToService=2',
@@ -93,6 +95,10 @@ class SlurmCluster:
             f'PartitionName={PARTITION} Nodes={self.host} Default=YES MaxTime=INFINITE State=UP',
         ]
         self.conf.write_text('\n'.join(lines) + '\n')
+        prolog = r / 'task_prolog.sh'
+        prolog.write_text(f'#!/bin/sh\necho "$SLURM_JOB_ID ${{SLURM_GPUS_ON_NODE:-0}}" >> {self.job_gpus_file}\n'
+                          'exit 0\n')
+        prolog.chmod(0o755)
         # GPUs as generic resources Slurm can count (a GPU needs a device file: plain files stand in; no job uses one)
         for i in range(NODE_GPUS):
             (r / f'gpu{i}').touch()
@@ -159,6 +165,12 @@ class SlurmCluster:
                 parts = re.split(r' (?=[A-Za-z]+=)', line.strip())
                 jobs.append(dict(p.split('=', 1) for p in parts if '=' in p))
         return jobs
+
+    def job_gpus(self) -> Dict[str, str]:
+        """{job id: the GPUs Slurm gave it on the node ('0' without)}, as its task prolog saw them."""
+        if not self.job_gpus_file.exists():
+            return {}
+        return dict(line.split(' ', 1) for line in self.job_gpus_file.read_text().splitlines() if ' ' in line)
 
     def running(self) -> List[Dict[str, str]]:
         """Jobs queued or running: ``{'id', 'name', 'state'}``."""
