@@ -70,7 +70,9 @@ def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) ->
         return out
     cfg = geo['config']
     path = model_cfg.get('path') or ''
-    weights = weight_bytes(path, cfg) if os.path.isdir(path) else 2.0 * float(cfg.get('params', 0) or 0)
+    row = _table_row(model_cfg) or {}
+    weights = weight_bytes(path, cfg) if os.path.isdir(path) else float(
+        row.get('checkpoint_bytes') or 2.0 * float(cfg.get('params', 0) or 0))
     if not weights:
         weights = weight_bytes('', cfg)
     kvpt = kv_bytes_per_token(cfg, int(ec.get('quant_policy', 0)))
@@ -84,13 +86,15 @@ def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) ->
     # cme x slot), slot = one sequence's fixed state (0 without linear-attention layers: budget // per_seq)
     slot = one['state'] / geometry.state_slots(1)
     fit = int((budget + cme * slot) // (per_seq + cme * slot)) if per_seq else cap
-    params = float(cfg.get('params', 0) or 0) or weights / 2.0
+    # total parameters: the declared count; for a downloaded dense model weights / 2 as before; a row with
+    # active_params (MoE, quantised experts) keeps its declared total, which the checkpoint size cannot give
+    params = float(cfg.get('params') or (row['arch']['params'] if row.get('active_params') else 0)) or weights / 2
     out.update(weights_gib=weights / GIB, kv_bytes_per_token=kvpt, kv_gib_per_seq_per_gpu=per_seq / GIB,
                kv_budget_gib_per_gpu=budget / GIB, layers=kv_geometry(cfg)['layers'],
                hidden=_text_config(cfg).get('hidden_size'), weights=weights, engine_reserve_gib=reserve / GIB,
                layer_types=geometry.describe(cfg), state_gib_per_seq_per_gpu=slot / GIB,
-               compute=dict(geometry.compute_profile(cfg, params, KV_BYTES[int(ec.get('quant_policy', 0))]),
-                            total_params=params))
+               compute=dict(geometry.compute_profile(dict(cfg, active_params=row.get('active_params')), params,
+                                                     KV_BYTES[int(ec.get('quant_policy', 0))]), total_params=params))
     if fit < 1:
         out.update(max_batch_size=1, verdict='does not fit',
                    reason=f'one sequence of {session_len} tokens needs {per_seq / GIB:.1f} GiB of KV per GPU, '
