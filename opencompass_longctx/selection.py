@@ -9,6 +9,7 @@ dataset), :func:`expand` applies three rules, the same for inference (``LongCtxP
 * ``tokenizer='model'`` in a dataset config becomes the evaluated model's own tokenizer (its ``tokenizer_path``,
   else its ``path``), and the dataset's abbr gets ``@<model abbr>`` (NoLiMa counts its tiers in the model's
   tokens: one copy of the dataset per model);
+* a model config's ``thinks=True`` raises the decoding budgets (:mod:`opencompass_longctx.reasoning`);
 * a dataset whose benchmark face says it cannot fit its tier (LongBioBench: the cell's needles and
   ``reserve_tokens``) is left out, and the plan names it.
 
@@ -21,7 +22,7 @@ from .faces import face_of
 from .tiers import parse_tier
 
 MODEL_TOKENIZER = 'model'
-RUN_OPTIONS = ('max_tier',)     # model-config keys read here, not by the model class
+RUN_OPTIONS = ('max_tier', 'thinks')     # model-config keys read here, not by the model class
 
 
 class SelectionError(ValueError):
@@ -50,6 +51,9 @@ def for_model(model: Dict, d: Dict) -> Tuple[Optional[Dict], str]:
                                  f"{_abbr(model, 'model')} has no path or tokenizer_path")
         d = dict(d, tokenizer=path, abbr=f"{_abbr(d, 'dataset')}@{_abbr(model, 'model')}")
     face = face_of(d)
+    if model.get('thinks') and face is not None:   # decoding budgets of a thinking model (reasoning.py)
+        from .reasoning import for_thinking_model
+        d = for_thinking_model(d, face.name)
     why = face.fits(d) if face is not None else None
     return (None, why) if why else (d, '')
 

@@ -21,6 +21,7 @@ with read_base():
 MODEL_ROOT = os.environ.get('LONGCTX_MODEL_ROOT', 'models')
 TEMPLATE_MARGIN = 2048
 MAX_OUT_LEN = 192  # the longest generation of the three benchmarks (NoLiMa)
+THINK_MARGIN = 2048  # a thinking model's trace (opencompass_longctx.reasoning: +1536 new tokens per benchmark)
 
 lmdeploy_longctx_models = [
     dict(
@@ -39,11 +40,13 @@ lmdeploy_longctx_models = [
         gen_config=dict(do_sample=False),
         max_seq_len=session_len,
         max_tier=m['max_tier'],   # the largest tier this model runs (read by LongCtxPartitioner, not the model)
+        thinks=m.get('thinks', False),   # a reasoning model: larger decoding budgets (opencompass_longctx.reasoning)
         max_out_len=MAX_OUT_LEN,
         batch_size=m['max_batch_size'],
         run_cfg=dict(num_gpus=m['tp']),
     )
     for m in LONGCTX_LMDEPLOY_MODELS
-    for session_len in [min(m['window'], TIERS[m['max_tier']] * 105 // 100 + TEMPLATE_MARGIN + MAX_OUT_LEN)]
+    for session_len in [min(m['window'], TIERS[m['max_tier']] * 105 // 100 + TEMPLATE_MARGIN + MAX_OUT_LEN
+                            + (THINK_MARGIN if m.get('thinks') else 0))]
 ]
 models = lmdeploy_longctx_models
