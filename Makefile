@@ -23,9 +23,10 @@ VENV ?= .venv
 # local wheel store or mirror, after a few retries). TORCH_INDEX= (empty) drops the --index-url.
 TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
-# LMDeploy's Python, unpacked beside the environment for the config tests (tests/conftest.py reads .lmdeploy).
+# LMDeploy's Python, unpacked beside the environment for the config tests (tests/conftest.py reads .lmdeploy: set
+# LMDEPLOY_DIR only to unpack a scratch copy elsewhere).
 LMDEPLOY_SPEC ?= lmdeploy==0.18.0 pybase64
-LMDEPLOY_DIR := .lmdeploy
+LMDEPLOY_DIR ?= .lmdeploy
 DEBIAN_PACKAGES ?= .ci/debian-packages
 PYTEST_ARGS ?=
 DEMO_LOG ?= outputs/longctx_demo/demo.log
@@ -66,26 +67,28 @@ $(VENV)/pyvenv.cfg:
 	$(call step,python,$(PYTHON) -c "import sys; sys.exit(0 if sys.hexversion >= 0x030A0000 else 'Python 3.10+ is needed: $(PYTHON) is ' + sys.version.split()[0])",install Python 3.10 or newer and name it: make $(or $(MAKECMDGOALS),demo) PYTHON=python3.11)
 	$(call step,venv,$(PYTHON) -m venv $(VENV),on Debian or Ubuntu install the venv module (apt-get install python3-venv) and run make again,rm -rf $(VENV))
 
-# The values a stamp was made with: rewritten only when they change, so a new TORCH_SPEC or LMDEPLOY_SPEC on the
-# command line reruns its step and an unchanged one does not.
-$(VENV)/.torch-spec: FORCE | $(VENV)/pyvenv.cfg
-	@[ "$$(cat $@ 2>/dev/null)" = $(call quote,$(TORCH_CMD)) ] || printf '%s\n' $(call quote,$(TORCH_CMD)) > $@
-$(VENV)/.lmdeploy-spec: FORCE | $(VENV)/pyvenv.cfg
-	@[ "$$(cat $@ 2>/dev/null)" = $(call quote,$(LMDEPLOY_SPEC)) ] || printf '%s\n' $(call quote,$(LMDEPLOY_SPEC)) > $@
+# The torch and LMDeploy stamps hold the command they ran: a new TORCH_SPEC, TORCH_INDEX or LMDEPLOY_SPEC on the
+# command line reruns its step, an unchanged one does not.
+ifneq ($(shell cat $(STAMP_TORCH) 2>/dev/null),$(TORCH_CMD))
+$(STAMP_TORCH): FORCE
+endif
+ifneq ($(shell cat $(STAMP_LMDEPLOY) 2>/dev/null),$(LMDEPLOY_SPEC))
+$(STAMP_LMDEPLOY): FORCE
+endif
 
-$(STAMP_TORCH): $(VENV)/pyvenv.cfg $(VENV)/.torch-spec
+$(STAMP_TORCH): $(VENV)/pyvenv.cfg
 	$(call step,torch,$(ACTIVATE) $(TORCH_CMD),check that pip reaches PyPI or the index; another CPU torch: make $(or $(MAKECMDGOALS),install) TORCH_SPEC=torch==X.Y.Z (TORCH_INDEX= for no --index-url))
-	@touch $@
+	@printf '%s\n' $(call quote,$(TORCH_CMD)) > $@
 
 $(STAMP_INSTALL): $(STAMP_TORCH) setup.py
 	$(call step,install,$(ACTIVATE) pip install -e ".[test]",read pip's error above: a network error is worth a retry; a resolver conflict is a pin in setup.py (README: Install))
 	$(call step,pip check,$(ACTIVATE) pip check,the environment has a broken requirement: rm -rf $(VENV) and run make again (a fresh environment))
 	@touch $@
 
-$(STAMP_LMDEPLOY): $(VENV)/pyvenv.cfg $(VENV)/.lmdeploy-spec
+$(STAMP_LMDEPLOY): $(VENV)/pyvenv.cfg
 	@rm -rf $(LMDEPLOY_DIR)
 	$(call step,lmdeploy,$(ACTIVATE) pip install --no-deps --target $(LMDEPLOY_DIR) $(LMDEPLOY_SPEC),check that pip reaches PyPI; LMDeploy is unpacked (not installed) so that pip check stays clean,rm -rf $(LMDEPLOY_DIR))
-	@touch $@
+	@printf '%s\n' $(call quote,$(LMDEPLOY_SPEC)) > $@
 
 # Needs no stamp: longctx-smollm2 converts once and returns at once when the conversion is there.
 smollm2: $(STAMP_INSTALL)
