@@ -15,6 +15,7 @@ import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import plan as P
+from .plan.render import _count, _fmt_tokens
 
 
 def tmp_path(prediction_path: str) -> str:
@@ -147,23 +148,15 @@ def summarize(entries: Sequence[DatasetProgress], plan: Dict) -> Dict:
             'notes': [f'{e.model}/{e.dataset}: {e.note}' for e in entries if e.note]}
 
 
-def _tokens(n: int) -> str:
-    return f'{n / 1e9:.2f}B' if n >= 1e9 else f'{n / 1e6:.1f}M' if n >= 1e6 else f'{n / 1e3:.1f}k' if n >= 1e3 else str(n)
-
-
-def _n(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
 def to_markdown(summary: Dict) -> str:
     """The plan's "Resumed run" section ('' when nothing was done before)."""
     if not summary['resumed'] and not summary['notes']:
         return ''
     t = summary['total']
     lines = ['', '## Resumed run: done and left', '',
-             f"{_n(t['datasets_done'], 'model x dataset pair')} already predicted (not run again), "
-             f"{t['datasets_partial']} continuing from saved batches ({_n(t['saved_samples'], 'sample')}), "
-             f"{t['datasets_left']} left in {_n(t['tasks_left'], 'inference task')}.", '',
+             f"{_count(t['datasets_done'], 'model x dataset pair')} already predicted (not run again), "
+             f"{t['datasets_partial']} continuing from saved batches ({_count(t['saved_samples'], 'sample')}), "
+             f"{t['datasets_left']} left in {_count(t['tasks_left'], 'inference task')}.", '',
              '| model | band | tasks left | datasets done | samples done (saved batches) | datasets left (partial) '
              '| samples left | prompt tokens left | GPU-hours left |',
              '|---|---|---|---|---|---|---|---|---|']
@@ -173,7 +166,7 @@ def to_markdown(summary: Dict) -> str:
         est = '' if exact else ' (est.)'
         return (f"| {name} | {band} | {r['tasks_left']} | {r['datasets_done']} | {r['samples_done']:,} "
                 f"({r['saved_samples']:,}) | {r['datasets_left']} ({r['datasets_partial']}) | {r['samples_left']:,} | "
-                f"{_tokens(r['prompt_tokens_left'])}{est} | {gpu} |")
+                f"{_fmt_tokens(r['prompt_tokens_left'])}{est} | {gpu} |")
     lines += [row(r['model'], r['band'], r, r['exact']) for r in summary['bands']]
     lines.append(row('**all**', '', t, all(r['exact'] for r in summary['bands'])))
     if summary['partial']:
