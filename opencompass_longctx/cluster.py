@@ -210,8 +210,8 @@ def to_markdown(reqs: Sequence[Dict], runners: Dict[str, Optional[Dict]], notes:
     lines = ['', '## Cluster requests (SlurmRunner)', '']
     infer = runners.get('infer')
     if is_slurm(infer):
-        lines += [f"Each inference task is one srun job (retry={infer.get('retry', 2)}: a failed job or a missing output "
-                  'is run again that many times); GPUs = run_cfg.num_gpus (= tp for LMDeploy models).', '',
+        lines += [f"Each inference task is one srun job (retry={infer.get('retry', 2)}: a failed job or a missing "
+                  'output is run again that many times); GPUs = run_cfg.num_gpus (= tp for LMDeploy models).', '',
                   '| model | band | shard | GPUs | tp | srun |', '|---|---|---|---|---|---|']
         lines += [f"| {r['model']} | {r['band']} | {r['shard']} | {r['gpus']} | {r['tp'] or '-'} | `{r['srun']}` |"
                   for r in reqs]
@@ -219,7 +219,7 @@ def to_markdown(reqs: Sequence[Dict], runners: Dict[str, Optional[Dict]], notes:
         lines.append(f"Inference tasks run with {_type_name(infer) or 'the default runner'}, not on Slurm.")
     ev = runners.get('eval')
     if is_slurm(ev):
-        lines += ['', f"Evaluation tasks: `{srun_options(ev, 0)}` each (no GPU unless a model's run_cfg asks for one; "
+        lines += ['', f"Evaluation tasks: `{srun_options(ev, 0)}` each (no GPU: the package's evaluators need none; "
                       f"retry={ev.get('retry', 2)})."]
     lines += [f'- {n}' for n in notes]
     return '\n'.join(lines) + '\n'

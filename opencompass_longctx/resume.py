@@ -174,6 +174,6 @@ def to_markdown(summary: Dict) -> str:
         lines += [f"- {p['model']}/{p['dataset']}: {p['saved']} of {p['rows']} samples saved ({p['tmp']})"
                   for p in summary['partial']]
     lines += [f'- {n}' for n in summary['notes']]
-    lines.append('Samples done count each predicted dataset\'s rows; prompt tokens and GPU-hours left of a partly saved '
-                 'dataset are its share of samples left (est.).')
+    lines.append('Samples done count each predicted dataset\'s rows; prompt tokens and GPU-hours left of a partly '
+                 'saved dataset are its share of samples left (est.).')
     return '\n'.join(lines) + '\n'
