@@ -72,7 +72,9 @@ def _engine_lines(summary: Dict) -> List[str]:
     for model, m in summary['models'].items():
         if m.get('backend'):
             ropes = '; '.join(f"{band}: {rope_text(b['rope'])}" for band, b in m['bands'].items() if b.get('rope'))
-            lines.append(f"- {model}: {m['backend'][0]} ({m['backend'][1]}); RoPE scaling {ropes}")
+            layers, kv = m.get('layer_types') or (None, None)
+            sized = f"; sized as {layers}, KV {kv:,.0f} bytes/token as LMDeploy allocates it" if layers else ''
+            lines.append(f"- {model}: {m['backend'][0]} ({m['backend'][1]}); RoPE scaling {ropes}{sized}")
     marks = {(model, r) for model, m in summary['models'].items() for b in m['bands'].values()
              for rs in b['caveats'].values() for r in rs}
     if lines:

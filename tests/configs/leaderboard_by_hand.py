@@ -40,8 +40,8 @@ with read_base():
     from opencompass_longctx.configs.summarizers.longctx import summarizer
 
 # The models to compare (abbrs from opencompass_longctx/configs/lmdeploy_models.py).
-RUN_MODELS = ['qwen2.5-7b-instruct', 'qwen2.5-7b-instruct-1m', 'internlm2_5-7b-chat-1m', 'llama-3.1-8b-instruct',
-              'glm-4-9b-chat-1m']
+RUN_MODELS = ['qwen3-30b-a3b-instruct-2507', 'qwen3-next-80b-a3b-instruct', 'gpt-oss-20b', 'gemma-3-27b-it',
+              'llama-3.1-8b-instruct']
 
 models = [m for m in lmdeploy_longctx_models if m['abbr'] in RUN_MODELS]
 MAX_TIER = {m['abbr']: TIERS[m['max_tier']] for m in LONGCTX_LMDEPLOY_MODELS}
@@ -62,9 +62,18 @@ nolima = [dict(d, tokenizer=m['path'], abbr=f"{d['abbr']}@{m['abbr']}") for m in
 datasets = [*babilong, *longbio, *nolima]
 # each model only gets the tiers up to its own largest one (prompts that still do not fit are skipped and
 # reported as N/A by the over-length policy, never truncated), and NoLiMa in its own tokenizer
+# a model that thinks (gpt-oss) gets larger decoding budgets: NoLiMa the paper's 1536 tokens, BABILong and
+# LongBioBench their own budget + 1536 (the longctx-reasoning mode)
+THINK = {'nolima': ('nolima-reasoning', lambda n: 1536), 'other': ('longctx-reasoning', lambda n: n + 1536)}
 model_dataset_combinations = [
-    dict(models=[m], datasets=[d for d in [*babilong, *longbio] if SIZE[d['tier']] <= MAX_TIER[m['abbr']]]
-         + [d for d in nolima if d['tokenizer'] == m['path'] and SIZE[d['tier']] <= MAX_TIER[m['abbr']]])
+    dict(models=[m], datasets=[
+        d if not m['thinks'] else dict(d, infer_cfg=dict(
+            d['infer_cfg'], decoding_mode=THINK[kind][0],
+            inferencer=dict(d['infer_cfg']['inferencer'],
+                            max_out_len=THINK[kind][1](d['infer_cfg']['inferencer']['max_out_len']))))
+        for d in [d for d in [*babilong, *longbio] if SIZE[d['tier']] <= MAX_TIER[m['abbr']]]
+        + [d for d in nolima if d['tokenizer'] == m['path'] and SIZE[d['tier']] <= MAX_TIER[m['abbr']]]
+        for kind in ['nolima' if d['abbr'].startswith('nolima_') else 'other']])
     for m in models]
 
 summarizer = dict(summarizer, dataset_abbrs=[f'babilong_qa1-qa{last}_{tier}' for tier in TIERS for last in (5, 10)]
