@@ -52,16 +52,17 @@ def test_the_example_plans_the_run_made_by_hand(plans):
     left = new.pop('left_out')
     assert 'left_out' not in old                       # the by-hand config left them out itself
     assert new == old                                  # every figure, task and dataset of the plan
-    assert new['tasks'] == 13 and new['engine_starts'] == 13 and new['gpu_hours'] > 1000
+    assert new['tasks'] == len(new['task_list']) == new['engine_starts'] > 5 and new['gpu_hours'] > 100
     per_model = {}
     for t in new['task_list']:
         per_model.setdefault(t['model'], []).extend(t['datasets'])
     assert sorted(per_model) == sorted(m for m in {t['model'] for t in old['task_list']})
     # what the package left out, and the plan says so
-    assert {x['reason'] for x in left} == {'above max_tier 128k',
-                                           'LongBioBench multihop_5 needs 1773 tokens + reserve_tokens 512 > 2048 '
-                                           'at 2k'}
-    assert 'Left out (95 model x dataset pairs of the config' in log
+    reasons = {x['reason'] for x in left}
+    assert any(r.startswith('above max_tier ') for r in reasons)
+    assert 'LongBioBench multihop_5 needs 1773 tokens + reserve_tokens 512 > 2048 at 2k' in reasons
+    assert all(r.startswith(('above max_tier ', 'LongBioBench ')) for r in reasons)
+    assert f'Left out ({len(left)} model x dataset pairs of the config' in log
     assert all(x['dataset'] not in per_model[x['model']] for x in left)
     assert all(a.startswith('nolima_') == ('@' in a) for ds in per_model.values() for a in ds)
 
@@ -79,7 +80,9 @@ def test_eval_stage_and_tier_table_get_the_same_datasets_per_model():
     from opencompass_longctx.summarizers.longctx import table_inputs
     models_n, abbrs_n, expected_n = table_inputs(selection.resolved_config(new))
     models_o, abbrs_o, expected_o = table_inputs(old)
-    assert models_n == models_o and sorted(abbrs_n) == sorted(abbrs_o) and sorted(expected_n) == sorted(expected_o)
+    assert models_n == models_o and sorted(expected_n) == sorted(expected_o)
+    # the table's datasets: those some model runs (the by-hand list also names datasets no chosen model holds)
+    assert sorted(abbrs_n) == sorted({a for _, a in expected_o}) and set(abbrs_n) <= set(abbrs_o)
     # OpenCompass's eval partitioner over the example: one task per the by-hand config's (model, dataset) chunks
     from opencompass.partitioners import NaivePartitioner
     from opencompass_longctx.partitioner import LongCtxEvalPartitioner

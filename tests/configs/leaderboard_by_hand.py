@@ -64,13 +64,15 @@ datasets = [*babilong, *longbio, *nolima]
 # reported as N/A by the over-length policy, never truncated), and NoLiMa in its own tokenizer
 # a model that thinks (gpt-oss) gets larger decoding budgets: NoLiMa the paper's 1536 tokens, BABILong and
 # LongBioBench their own budget + 1536 (the longctx-reasoning mode)
-THINK = {'nolima': ('nolima-reasoning', lambda n: 1536), 'other': ('longctx-reasoning', lambda n: n + 1536)}
+# (mode, k, extra): max_out_len = k * the benchmark's own + extra (data, not lambdas: OpenCompass dumps the config)
+THINK = {'nolima': ('nolima-reasoning', 0, 1536), 'other': ('longctx-reasoning', 1, 1536)}
 model_dataset_combinations = [
     dict(models=[m], datasets=[
         d if not m['thinks'] else dict(d, infer_cfg=dict(
             d['infer_cfg'], decoding_mode=THINK[kind][0],
             inferencer=dict(d['infer_cfg']['inferencer'],
-                            max_out_len=THINK[kind][1](d['infer_cfg']['inferencer']['max_out_len']))))
+                            max_out_len=THINK[kind][1] * d['infer_cfg']['inferencer']['max_out_len']
+                            + THINK[kind][2])))
         for d in [d for d in [*babilong, *longbio] if SIZE[d['tier']] <= MAX_TIER[m['abbr']]]
         + [d for d in nolima if d['tokenizer'] == m['path'] and SIZE[d['tier']] <= MAX_TIER[m['abbr']]]
         for kind in ['nolima' if d['abbr'].startswith('nolima_') else 'other']])
