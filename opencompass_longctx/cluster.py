@@ -16,7 +16,9 @@ the PATH: no check):
 
 ``opencompass --slurm`` is a different path: OpenCompass then replaces the config's ``infer`` and ``eval``
 (partitioner, runner and task) with its defaults, so ``LongCtxPartitioner``, the plan and its checks never run.
-:func:`warn_if_slurm_flag` says so on stderr as soon as the package is imported by such a run.
+:func:`warn_if_slurm_flag` says so on stderr as soon as the package is imported by such a run (when OpenCompass's
+``NumWorkerPartitioner`` builds the datasets to size them; a partitioner option such as ``bands=`` makes it fail
+before that, with a ``TypeError`` naming the option).
 """
 import os
 import re
