@@ -20,7 +20,6 @@ the PATH: no check):
 ``NumWorkerPartitioner`` builds the datasets to size them; a partitioner option such as ``bands=`` makes it fail
 before that, with a ``TypeError`` naming the option).
 """
-import os
 import re
 import shutil
 import subprocess
