@@ -17,14 +17,14 @@ Memory is sized as LMDeploy 0.18 allocates it, since that decides an out-of-memo
   allocator is C++, not in the wheel): so :func:`kv_bytes_per_token` counts them in full. What the window would need
   is kept apart (``window_kv_bytes``) and used for the decode reads of the cost model.
 * MLA caches ``kv_lora_rank + qk_rope_head_dim`` as K with one KV head and no V
-  (lmdeploy/pytorch/configurations/deepseek_v2.py:17-22: ``k_head_dim = kv_lora_rank + qk_rope_head_dim``,
+  (lmdeploy/pytorch/configurations/deepseek_v2.py:18-23: ``k_head_dim = kv_lora_rank + qk_rope_head_dim``,
   ``v_head_dim = 0``, ``num_key_value_heads = 1``); one head cannot be split, so every GPU holds it whole
   (builder.py:63-74 replicates KV heads when ``tp > kv_heads``).
 * Gated DeltaNet: the KV cache covers only the full-attention layers (configurations/qwen3_next.py:32-35) and each
   sequence slot holds a conv state ``(layers, 2 x key_dim + value_dim, conv_kernel)`` and a recurrent state
-  ``(layers, v_heads, v_head_dim, k_head_dim)`` in bf16, heads split over tp (qwen3_next.py:37-48); the engine takes
+  ``(layers, v_heads, v_head_dim, k_head_dim)`` in bf16, heads split over tp (qwen3_next.py:37-50); the engine takes
   ``max_batch_size + 2`` slots from the free memory before the KV cache's ratio applies
-  (lmdeploy/pytorch/engine/executor/base.py:274-296, 349-356).
+  (lmdeploy/pytorch/engine/executor/base.py:283-289, 349-356).
 
 Compute (:func:`prefill_flops`, :func:`decode_bytes`): matmuls with the ACTIVE parameters (MoE: the experts a token
 uses), causal attention over full layers (``2 x hidden x L^2`` per layer, today's dense term), windowed layers capped
