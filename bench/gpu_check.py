@@ -42,7 +42,8 @@ MODEL_CONFIG = os.path.join(ROOT, 'tests', 'data', 'model_configs', 'qwen2.5-7b-
 GPU = 'H200-141GB'
 REHEARSAL_MARK = 'LONGCTX REHEARSAL: first CUDA call reached, stopping here'
 NO_DRIVER = 'Found no NVIDIA driver'   # torch's own error where a CUDA call bypasses torch.cuda's lazy init
-LIMITS = dict(env=60, model=150, data=150, opencompass=330, bench=200)   # seconds per stage (H200: ~8 min)
+# seconds per stage: 540 in all, so that with the install (~20 s) one device call (600 s at most) holds the run
+LIMITS = dict(env=30, model=90, data=60, opencompass=240, bench=120)
 GIB = 1024 ** 3
 # LMDeploy 0.18's INFO lines (lmdeploy/serve/core/async_engine.py:168, pytorch/engine/executor/base.py:439)
 RE_BACKEND = re.compile(r'updated backend_config=PytorchEngineConfig\((.*?)\)\s*$', re.M)
@@ -254,8 +255,8 @@ def eval_config(model_dir: str, data_dir: str, short_tiers: List[str], long_tier
                 rehearse: bool) -> str:
     """The opencompass config: the CPU example's datasets, the leaderboard's Qwen2.5-7B row on the PyTorch engine."""
     extra = ", gpu_memory_gib=139" if rehearse else ''
-    return f'''# written by bench/gpu_check.py: examples/eval_longctx_cpu.py's datasets, the leaderboard's {MODEL_ABBR} row
-# (random weights at its geometry) on LMDeploy's PyTorch engine, through LongCtxPartitioner
+    return f'''# written by bench/gpu_check.py: examples/eval_longctx_cpu.py's datasets, the leaderboard's
+# {MODEL_ABBR} row (random weights at its geometry) on LMDeploy's PyTorch engine, through LongCtxPartitioner
 from mmengine.config import read_base
 from opencompass.partitioners import NaivePartitioner
 from opencompass.runners import LocalRunner
@@ -375,7 +376,8 @@ def compare_run(run_dir: str) -> Dict:
         if REHEARSAL_MARK in text or NO_DRIVER in text:
             stops.append(t['band'])
         b = {'band': t['band'], 'session_len_plan': eng['session_len'], 'max_batch_size_plan': eng['max_batch_size'],
-             'rows_plan': t['rows'], 'seconds_plan': round(sum(t['seconds'][k] for k in ('start', 'prefill', 'decode')), 1),
+             'rows_plan': t['rows'],
+             'seconds_plan': round(sum(t['seconds'][k] for k in ('start', 'prefill', 'decode')), 1),
              'engines_built': len(built)}
         if eng.get('kv_budget_gib_per_gpu') and eng.get('kv_bytes_per_token'):
             b['kv_blocks_preflight'] = int(eng['kv_budget_gib_per_gpu'] * GIB // (eng['kv_bytes_per_token'] * 64))
