@@ -10,7 +10,7 @@ def test_evaluator_counts_over_length_and_invalid_predictions():
     ts = Dataset.from_dict({'question': ['Where is Mary? '] * 4, 'task': ['qa1'] * 4})
     res = BabilongEvaluator('official').score([OVER_LENGTH, 'kitchen', None, 'garden'], ['kitchen'] * 4, ts)
     assert res['accuracy'] == pytest.approx(100 / 3)  # over-length left out: 1 of 3 answered right
-    assert res['counts'] == {'n': 4, 'correct': 1, 'invalid_predictions': 1, 'over_length': 1, 'engine_too_small': 0}
+    assert res['counts'] == {'n': 4, 'correct': 1, 'invalid_predictions': 1, 'over_length': 1, 'engine_too_small': 0, 'engine_error': 0}
     assert res['details'][0]['over_length'] is True and res['details'][1]['correct'] is True
     assert res['scoring_mode'] == 'official' and res['package_version']
 

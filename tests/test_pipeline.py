@@ -78,7 +78,7 @@ def test_demo_sends_exact_prompts_and_records_details(demo_run):
     details = res['details']  # OpenCompass stores each detail field as a one-element list
     assert res['counts'] == [{'n': n, 'correct': sum(d['correct'][0] for d in details),
                               'invalid_predictions': sum(d.get('invalid_prediction', [False])[0] for d in details),
-                              'over_length': 0, 'engine_too_small': 0}]
+                              'over_length': 0, 'engine_too_small': 0, 'engine_error': 0}]
     assert res['scoring_mode'] == ['official']
     assert len(details) == n and all(d['answer'] == [p['gold']] for d, p in zip(details, preds.values()))
 
