@@ -176,7 +176,7 @@ def test_trust_remote_code_reaches_lmdeploys_tokenizer(tmp_path, monkeypatch):
     assert type(seen['backend_config']).__name__ == 'TurbomindEngineConfig' and m.backend == 'turbomind'
     # the shipped configs of the code-carrying models set it
     assert {a for a, c in shipped().items() if c['trust_remote_code']} == {
-        'internlm2_5-7b-chat-1m', 'internlm3-8b-instruct', 'glm-4-9b-chat-1m'}
+        'internlm2_5-7b-chat-1m', 'internlm3-8b-instruct', 'glm-4-9b-chat-1m', 'deepseek-v2-lite-chat'}
 
 
 # ------------------------------------------------------------------------------- caveats

@@ -60,6 +60,7 @@ def test_backend_is_the_one_lmdeploy_picks_from_its_own_tables(abbr, tmp_path):
     assert ours == theirs == KIND[abbr][0], why
     assert (arch in SUPPORTED_ARCHS) == (ours == 'turbomind')
     assert arch in MODULE_MAP          # the PyTorch engine serves every one of them
+    assert shipped()[abbr]['trust_remote_code'] == ('auto_map' in published(abbr))   # code in the directory
     assert lmdeploy.__version__ == '0.18.0'
 
 
