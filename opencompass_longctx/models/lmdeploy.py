@@ -13,7 +13,9 @@ runner gave the task (``run_cfg.num_gpus``); ``session_len >= max_seq_len``; the
 KV quantisation would fit when it does not. Only then is the model loaded.
 
 The arithmetic (no LMDeploy import): KV bytes per token = 2 (K and V) x layers x KV heads x head dim x bytes per
-value (2 for bf16/fp16; 1 for ``quant_policy=8``, 0.5 for ``quant_policy=4``). LMDeploy gives the KV cache
+value (2 for bf16/fp16; 1 for ``quant_policy=8``, 0.5 for ``quant_policy=4``), summed over the model's layer types
+as LMDeploy allocates them (sliding, MLA, Gated DeltaNet: :mod:`opencompass_longctx.models.geometry`), plus a fixed
+state per sequence slot for linear-attention layers. LMDeploy gives the KV cache
 ``cache_max_entry_count`` of the GPU memory left after the weights; with tensor parallelism the weights and
 the KV heads are split over ``tp`` GPUs. The PyTorch engine first sets aside its runtime buffers,
 (max_prefill_token_num + 2 x max_batch_size) x vocab x 2 bytes, and gives the KV cache the fraction of what is
