@@ -16,6 +16,8 @@ room with this face:
   raises an error that says it), and ``check_keys``: the config keys that decide their answer (the run checks
   add the ``tokenizer`` option's own check, :func:`check_tokenizer`, for every benchmark);
 * ``fits(cfg)``: None when the dataset's tier can hold its prompts, else why not (a config to leave out);
+* ``thinking_budget(max_out_len)``: the decoding budget and its mode name for a model that thinks (default: the
+  package's own, :func:`opencompass_longctx.reasoning.own_budget`; a room whose authors give a rule states it);
 * ``summary``: its tables (:class:`Bench`: pattern, rows, base tiers), the headline one first.
 
 :func:`face_of` finds a dataset config's face from its ``type``; :func:`all_faces` lists every room's.
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .cache import read_build_record
+from .reasoning import own_budget
 from .tiers import Tier, TierError, parse_tier
 
 
@@ -116,6 +119,8 @@ class BenchmarkFace:
     check_keys: Tuple[str, ...]
     summary: Tuple[Bench, ...]
     fits: Callable[[Dict], Optional[str]] = _no_problem
+    # (new max_out_len, decoding mode) for a model that thinks before it answers (opencompass_longctx.reasoning)
+    thinking_budget: Callable[[int], Tuple[int, str]] = own_budget
 
     def tier(self, d: Dict) -> Tier:
         if 'tier' not in d:

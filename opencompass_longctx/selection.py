@@ -53,7 +53,7 @@ def for_model(model: Dict, d: Dict) -> Tuple[Optional[Dict], str]:
     face = face_of(d)
     if model.get('thinks') and face is not None:   # decoding budgets of a thinking model (reasoning.py)
         from .reasoning import for_thinking_model
-        d = for_thinking_model(d, face.name)
+        d = for_thinking_model(d, face)
     why = face.fits(d) if face is not None else None
     return (None, why) if why else (d, '')
 

@@ -129,13 +129,14 @@ def test_thinking_rows_get_the_benchmarks_reasoning_budgets():
 
     from conftest import REPO
     from opencompass_longctx import reasoning, selection
+    from opencompass_longctx.nolima.face import FAITHFUL_THINKING_MODE
     assert [a for a, r in ROWS.items() if r.get('thinks')] == ['gpt-oss-20b']
     datasets = REPO / 'configs' / 'datasets'
     nolima = Config.fromfile(str(datasets / 'nolima' / 'nolima_4k_gen.py'))['nolima_datasets'][0]
     babilong = Config.fromfile(str(datasets / 'babilong' / 'babilong_4k_gen.py'))['babilong_datasets'][0]
     longbio = Config.fromfile(str(datasets / 'longbio' / 'longbio_8k_gen.py'))['longbio_datasets'][0]
     models = shipped()
-    for d, thinking, mode in [(nolima, 1536, reasoning.FAITHFUL_MODE),
+    for d, thinking, mode in [(nolima, 1536, FAITHFUL_THINKING_MODE),
                               (babilong, 20 + 1536, reasoning.OWN_MODE),
                               (longbio, longbio['infer_cfg']['inferencer']['max_out_len'] + 1536, reasoning.OWN_MODE)]:
         own = d['infer_cfg']['inferencer']['max_out_len']

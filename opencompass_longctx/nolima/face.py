@@ -3,11 +3,14 @@ import os
 from typing import Dict, List, Optional
 
 from ..faces import TIER_PATTERN, Bench, BenchmarkFace, Row
+from ..reasoning import OWN_MODE
 from ..tokenization import DEFAULT_TOKENIZER
 from . import data as ndata
 from .haystack import default_depth_intervals
 from .needles import EXPECTED_PAIRS, resolve_variant
+from .prompts import MAX_NEW_TOKENS, REASONING_MAX_NEW_TOKENS
 
+FAITHFUL_THINKING_MODE = 'nolima-reasoning'     # the paper's budget for reasoning models
 SAMPLE_CHARS = 60000
 PROMPT_EXTRA_TOKENS = 150     # besides the haystack of L tokens: needle, template and question
 
@@ -32,6 +35,15 @@ def estimate_rows(d: Dict, tier_tokens: int) -> int:
     depths = (len(d['depth_indices']) if d.get('depth_indices') else
               int(d.get('depth_intervals') or default_depth_intervals(tier_tokens)))
     return n_pairs * haystacks * depths
+
+
+def thinking_budget(max_out_len: int):
+    """The paper's rule for reasoning models: 1536 new tokens for trace plus answer (spec nolima.md, Decoding),
+    the trace stripped before scoring (``strip_think``, the default). A budget other than the authors' 192 is
+    kept as it is, in the package's named mode (not the paper's protocol)."""
+    if int(max_out_len) != MAX_NEW_TOKENS:
+        return int(max_out_len), OWN_MODE
+    return max(REASONING_MAX_NEW_TOKENS, int(max_out_len)), FAITHFUL_THINKING_MODE
 
 
 def estimate_prompt_tokens(d: Dict, tier_tokens: int) -> int:
@@ -64,7 +76,7 @@ def check_files(d: Dict) -> List[str]:
 BENCHMARK = BenchmarkFace(
     name='nolima', dataset_type='NoLiMaDataset', tier_unit=1000, tokens_column='prompt_tokens_approx',
     data_tokenizer=data_tokenizer, estimate_rows=estimate_rows, estimate_prompt_tokens=estimate_prompt_tokens,
-    sample_text=sample_text, sample_keys=('path',),
+    sample_text=sample_text, sample_keys=('path',), thinking_budget=thinking_budget,
     checks=(check_files,), check_keys=('path', 'needle_set', 'haystacks', 'haystack_tier', 'tier'),
     summary=(Bench(name='nolima', pattern=r'^nolima_(?P<task>main|hard|cot|mc|direct|distractor)_' + TIER_PATTERN
                    + r'(?:@.+)?$',
