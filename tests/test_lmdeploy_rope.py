@@ -138,3 +138,16 @@ def test_published_configs_match_the_rows_geometry():
         published = json.loads((DATA / f"{row['abbr']}.json").read_text())
         assert {k: v for k, v in row['arch'].items() if k != 'params'} == \
             {k: published[k] for k in row['arch'] if k != 'params'}, row['abbr']
+
+
+def test_a_band_within_the_native_window_stops_at_it():
+    """The <= 32k band of a 32k model: its engine would be longer than 32768 only for tokenizer headroom; it gets no
+    static scaling, so it must not serve past the native window unscaled: session_len is the native window, and the
+    inferencer is told the model's window (a longer prompt is ENGINE_TOO_SMALL, reported, not sent)."""
+    model = shipped()['qwen2.5-7b-instruct']
+    (task,) = P.make_plan([{'models': [model], 'datasets': [babilong('32k')]}])['tasks']
+    assert task.model_cfg['engine_config']['session_len'] == task.model_cfg['max_seq_len'] == 32768
+    assert task.engine['rope'] == {'type': 'default'}
+    assert 'hf_overrides' not in recipe.band_engine_config(task.model_cfg, task.model_cfg['engine_config'])
+    (d,) = task.dataset_cfgs
+    assert d['infer_cfg']['inferencer']['model_window'] == model['max_seq_len'] > 32768

@@ -27,7 +27,7 @@ def uses_long_context(model_cfg: Dict, session_len: Optional[int]) -> bool:
 def native_band(model_cfg: Dict, session_len: Optional[int], largest_tier_tokens: float) -> bool:
     """Whether an engine of ``session_len`` that would get the long-context recipe serves only tiers within the
     native window (the planner's band up to 32k for a 32k model: its engine is longer only for tokenizer
-    headroom): such a band gets no static scaling (LongCtxPartitioner drops ``long_context`` from its task)."""
+    headroom): such a band gets no static scaling (LongCtxPartitioner caps its engine at the native window)."""
     return uses_long_context(model_cfg, session_len) and largest_tier_tokens <= model_cfg['native_window']
 
 

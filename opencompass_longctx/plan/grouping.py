@@ -119,12 +119,15 @@ def _task(model, abbr, band, shard, shards, group, cm, batch_cap) -> TaskPlan:
         model_max = int(model.get('max_seq_len') or (model.get('engine_config') or {}).get('session_len') or 0)
         need = max(ld.need_tokens for ld in loads)
         session_len = min(model_max, need) if model_max else need
+        from ..models.recipe import caveats, effective_rope, native_band
+        if native_band(model, session_len, max(ld.tier_tokens * (ld.ratio or 1.0) for ld in loads)):
+            # every tier of the band fits the native window, the engine is longer only for tokenizer headroom:
+            # it stops at the native window and gets no static scaling; a prompt that is longer after all is an
+            # engine-sizing miss (ENGINE_TOO_SMALL, reported), never served unscaled beyond the native window
+            session_len = int(model['native_window'])
         engine = size_engine(model, session_len, cm['gpu_spec'], batch_cap)
         engine['headroom'] = max(ld.headroom for ld in loads)
         engine['token_ratio_measured'] = all(ld.ratio is not None for ld in loads)
-        from ..models.recipe import caveats, effective_rope, native_band
-        if native_band(model, session_len, max(ld.tier_tokens * (ld.ratio or 1.0) for ld in loads)):
-            cfg['long_context'] = None   # every tier of the band fits the native window: no static scaling
         engine['rope'] = effective_rope(cfg, session_len)
         engine['caveats'] = {ld.tier: caveats(model, ld.tier_tokens) for ld in loads if caveats(model, ld.tier_tokens)}
         ec = dict(cfg.get('engine_config') or {})
