@@ -16,7 +16,7 @@ the report rewritten after each one (``$OUT/gpu_check.json`` and ``$OUT/gpu_chec
    ``max_batch_size``, the KV blocks allocated vs the preflight's budget, predictions complete and none over
    length, each task's wall time vs the plan's estimate.
 5. ``bench``: LMDeploy's pipeline directly: prefill tokens/s and MFU at 4k/32k/128k, decode tokens/s at batch 1
-   and at the short band's batch size; the measured constants as lines for ``configs/cost_model.py``.
+   and at the short band's batch size; the measured constants as lines for ``tables/cost_model.py``.
 
 ``--rehearse`` (a machine without a GPU): the same stages, with the first CUDA call stopping each process with
 one line (``REHEARSAL_MARK``) instead of running; weights are not written (the plan then estimates them from
@@ -134,7 +134,7 @@ def to_markdown(data: Dict) -> str:
             lines.append(f"| decode | {d['context']} | {d['batch']} | {d['seconds']:.3f} | {d['tokens_per_s']:.0f} | "
                          f"{d['bw_efficiency']:.3f} |")
     if data.get('cost_model_lines'):
-        lines += ['', '## For configs/cost_model.py', '', '```python', *data['cost_model_lines'], '```']
+        lines += ['', '## For tables/cost_model.py', '', '```python', *data['cost_model_lines'], '```']
     return '\n'.join(lines) + '\n'
 
 
@@ -428,8 +428,8 @@ def stage_bench(model_dir: str, batch: int, rehearse: bool) -> Dict:
     """Prefill and decode timings on one PyTorch engine (the row's 128k recipe)."""
     import lmdeploy
     from lmdeploy import GenerationConfig, PytorchEngineConfig
-    from opencompass_longctx.configs.cost_model import GPUS
-    from opencompass_longctx.configs.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
+    from opencompass_longctx.tables.cost_model import GPUS
+    from opencompass_longctx.tables.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
     row = next(r for r in LONGCTX_LMDEPLOY_MODELS if r['abbr'] == MODEL_ABBR)
     with open(os.path.join(model_dir, 'config.json'), encoding='utf-8') as f:
         cfg = json.load(f)
@@ -475,7 +475,7 @@ def stage_bench(model_dir: str, batch: int, rehearse: bool) -> Dict:
 
 
 def cost_model_lines(data: Dict) -> List[str]:
-    """Measured H200 constants, as lines for configs/cost_model.py (nothing when nothing was measured)."""
+    """Measured H200 constants, as lines for tables/cost_model.py (nothing when nothing was measured)."""
     bench, oc = data['stages'].get('bench', {}), data['stages'].get('opencompass', {})
     if bench.get('status') != 'ok':
         return []

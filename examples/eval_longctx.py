@@ -3,7 +3,7 @@
 # directories under $LONGCTX_MODEL_ROOT and the benchmark data (see README).
 #   opencompass examples/eval_longctx.py             # run
 #   opencompass examples/eval_longctx.py --dry-run   # parse and partition only (any machine): prints the plan
-# Each model runs the tiers up to its own max_tier (opencompass_longctx/configs/lmdeploy_models.py), NoLiMa in
+# Each model runs the tiers up to its own max_tier (opencompass_longctx/tables/lmdeploy_models.py), NoLiMa in
 # the model's own tokenizer (tokenizer='model': one copy per model, abbr <dataset>@<model>), and LongBioBench
 # cells that no longer fit a tier after reserve_tokens are left out: LongCtxPartitioner does it
 # (opencompass_longctx/selection.py) and the plan lists what it left out.
@@ -14,7 +14,7 @@ from opencompass_longctx.partitioner import LongCtxEvalPartitioner, LongCtxParti
 from opencompass_longctx.tasks import LongCtxEvalTask, LongCtxInferTask
 
 with read_base():
-    from opencompass_longctx.configs.tier_table import TIERS
+    from opencompass_longctx.tables.tier_table import TIERS
     from opencompass_longctx.configs.datasets.babilong.babilong_0k_gen import babilong_datasets as babilong_0k
     from opencompass_longctx.configs.datasets.babilong.babilong_4k_gen import babilong_datasets as babilong_4k
     from opencompass_longctx.configs.datasets.babilong.babilong_16k_gen import babilong_datasets as babilong_16k
@@ -41,7 +41,7 @@ with read_base():
     from opencompass_longctx.configs.models.lmdeploy_longctx import lmdeploy_longctx_models
     from opencompass_longctx.configs.summarizers.longctx import summarizer
 
-# The models to compare (abbrs from opencompass_longctx/configs/lmdeploy_models.py): the open long-context
+# The models to compare (abbrs from opencompass_longctx/tables/lmdeploy_models.py): the open long-context
 # models compared today, one of each architecture the planner sizes differently, and the dense reference all three
 # benchmarks' papers report: Qwen3-30B-A3B-Instruct-2507 (MoE, 256k native), Qwen3-Next-80B-A3B-Instruct (Gated
 # DeltaNet hybrid, 256k), gpt-oss-20b (MoE + 128-token sliding layers; a reasoning model: NoLiMa's reasoning

@@ -62,9 +62,10 @@ class Bench:
     metric: str = 'accuracy'
     tier_unit: int = 1000
     notes: str = ''
-    # 'nolima': the base score is NoLiMa's per-pair one, computed from the per-test details
-    # (opencompass_longctx.nolima.metrics), not the best row score at base_tiers
-    paper_base: Optional[str] = None
+    # the paper's own base score, computed from the per-test details of the base tiers' results (a function of
+    # those details; None: no base tier was scored), used instead of the best row score at base_tiers (NoLiMa's
+    # per-pair base: opencompass_longctx.nolima.metrics.base_from_details, set by its face)
+    paper_base: Optional[Callable[[Sequence[dict]], Optional[float]]] = None
 
     def match(self, abbr: str) -> Optional[Tuple[str, str]]:
         m = re.match(self.pattern, abbr)

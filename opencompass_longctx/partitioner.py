@@ -56,7 +56,7 @@ class LongCtxPartitioner(BasePartitioner):
     * ``bands``: each band's largest tier, ascending (default: ``TIER_BANDS`` of the tier table).
     * ``shards``: engines per band: an int, or ``{model_abbr: int}`` / ``{model_abbr: {band: int}}`` with ``'*'``
       as the default key. Shards split a band's datasets by prompt tokens.
-    * ``cost_model``: overrides of ``opencompass_longctx/configs/cost_model.py`` (e.g. ``gpu='H100-80GB'``).
+    * ``cost_model``: overrides of ``opencompass_longctx/tables/cost_model.py`` (e.g. ``gpu='H100-80GB'``).
     * ``batch_cap``: the largest ``max_batch_size`` given to an engine (64).
     * ``headroom``: model tokens per data-tokenizer token, at least (1.10; the measured ratio x 1.05 when larger).
     * ``on_problem``: ``'error'`` (stop a real run when the checks find problems) or ``'warn'``.

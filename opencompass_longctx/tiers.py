@@ -2,7 +2,7 @@
 
 A tier is written ``<number><unit>``: ``0k``, ``128k``, ``192k``, ``1m``, ``2m``, ``10m``, ``0.5k``, or a plain
 token count such as ``250``. Units are case-insensitive (``1M`` == ``1m``). The standard list lives in
-``opencompass_longctx/configs/tier_table.py`` (pure data, also read by configs).
+``opencompass_longctx/tables/tier_table.py`` (pure data, also read by configs).
 
 Rules: ASCII digits only, at most one decimal point, nothing but white space around; the number is exact
 (no floating point); a tier above ``MAX_TIER_TOKENS`` (counted with 1k = 1000) is refused. A tier is parsed
@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .configs.tier_table import STANDARD_TIERS
+from .tables.tier_table import STANDARD_TIERS
 
 _TIER_RE = re.compile(r'\s*([0-9]+)(?:\.([0-9]+))?\s*([km]?)\s*', re.IGNORECASE | re.ASCII)
 MAX_TIER_TOKENS = 10 ** 12

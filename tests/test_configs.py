@@ -9,7 +9,7 @@ import pytest
 from mmengine.config import Config
 
 from conftest import REPO, run_opencompass
-from opencompass_longctx.configs.tier_table import STANDARD_TIERS
+from opencompass_longctx.tables.tier_table import STANDARD_TIERS
 
 CONFIGS = REPO / 'opencompass_longctx' / 'configs'   # the one copy; the top-level configs/ links to it
 ALL_CONFIGS = sorted(p for p in glob.glob(str(CONFIGS / '**' / '*.py'), recursive=True)
@@ -125,3 +125,18 @@ def test_leaderboard_example_dry_run(tmp_path):
             <= m['max_seq_len']
         # NoLiMa datasets are this model's own copies (made with its tokenizer)
         assert all(d['tokenizer'] == m['path'] for d in c['datasets'] if d['abbr'].startswith('nolima_'))
+
+
+def test_old_table_paths_still_read_base(tmp_path):
+    """The tables moved to opencompass_longctx/tables/; a user's config that still read_bases the old
+    opencompass_longctx.configs.<table> paths gets every public name, equal to the table's own."""
+    from opencompass_longctx.tables import cost_model, lmdeploy_models, tier_table
+    cfg = tmp_path / 'old_paths.py'
+    cfg.write_text('from mmengine.config import read_base\n\nwith read_base():\n'
+                   '    from opencompass_longctx.configs.tier_table import STANDARD_TIERS, TIER_BANDS, TIERS\n'
+                   '    from opencompass_longctx.configs.cost_model import COST_MODEL, GPUS\n'
+                   '    from opencompass_longctx.configs.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS\n')
+    got = Config.fromfile(str(cfg)).to_dict()
+    for table in (tier_table, cost_model, lmdeploy_models):
+        for name in (n for n in vars(table) if n.isupper() and not n.startswith('_')):
+            assert got[name] == getattr(table, name), f'{table.__name__}.{name} does not arrive via the old path'

@@ -133,7 +133,7 @@ def test_long_context_recipe_only_beyond_the_native_window():
 
 
 def test_published_configs_match_the_rows_geometry():
-    from opencompass_longctx.configs.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
+    from opencompass_longctx.tables.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
     for row in LONGCTX_LMDEPLOY_MODELS:
         published = json.loads((DATA / f"{row['abbr']}.json").read_text())
         assert {k: v for k, v in row['arch'].items() if k != 'params'} == \

@@ -5,7 +5,7 @@ import pytest
 from mmengine.config import Config
 
 from conftest import REPO
-from opencompass_longctx.configs.tier_table import STANDARD_TIERS
+from opencompass_longctx.tables.tier_table import STANDARD_TIERS
 from opencompass_longctx.longbio.catalogue import (LONGBIO_CATEGORIES, LONGBIO_CELLS, LONGBIO_NEED_TOKENIZER,
                                                    LONGBIO_NEED_TOKENS)
 from opencompass_longctx.tiers import TierError, parse_tier

@@ -9,7 +9,7 @@ from unittest import mock
 import pytest
 
 from lmdeploy_real import DATA, lmdeploy_or_skip, published, shipped, without_zmq
-from opencompass_longctx.configs.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
+from opencompass_longctx.tables.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
 from opencompass_longctx.models import geometry as G
 from opencompass_longctx.models import lmdeploy as L
 

@@ -76,7 +76,7 @@ def test_left_gpu_hours_of_an_lmdeploy_plan(tmp_path):
     moves it aside and starts the dataset over)."""
     from opencompass_longctx import plan as P
     from opencompass_longctx.configs.datasets.nolima.nolima_base import NOLIMA_BASE
-    from opencompass_longctx.configs.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
+    from opencompass_longctx.tables.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
     row = LONGCTX_LMDEPLOY_MODELS[0]
     model = {'abbr': row['abbr'], 'path': f"models/{row['abbr']}", 'engine_config': {'tp': 2},
              'max_seq_len': 40000, 'max_out_len': 64, 'run_cfg': {'num_gpus': 2}}

@@ -1,6 +1,6 @@
 import pytest
 
-from opencompass_longctx.configs.tier_table import STANDARD_TIERS
+from opencompass_longctx.tables.tier_table import STANDARD_TIERS
 from opencompass_longctx.tiers import TierError, parse_tier, sort_tiers, tier_tokens
 
 
@@ -34,7 +34,7 @@ def test_user_tiers_sort_between_standard_ones():
 
 
 def test_tier_table_sizes_agree_with_the_parser():
-    from opencompass_longctx.configs.tier_table import TIERS
+    from opencompass_longctx.tables.tier_table import TIERS
     assert all(parse_tier(name).tokens(1000) == tokens for name, tokens in TIERS.items())
 
 

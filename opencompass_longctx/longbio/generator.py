@@ -46,7 +46,7 @@ from dataclasses import dataclass, fields
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .. import __version__, parallel
-from ..configs.tier_table import STANDARD_TIERS
+from ..tables.tier_table import STANDARD_TIERS
 from ..tiers import parse_tier
 from ..tokenization import QWEN2_TOKENIZER
 from .counting import Counter

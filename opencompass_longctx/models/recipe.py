@@ -2,7 +2,7 @@
 at which the engine runs the model beyond what it supports (caveats). Pure Python, no LMDeploy import: the
 plan, the tier table and :class:`~opencompass_longctx.models.lmdeploy.LongCtxTurboMindModel` all read it.
 
-Model-config keys (from ``configs/lmdeploy_models.py``):
+Model-config keys (from ``tables/lmdeploy_models.py``):
 
 * ``native_window``: the context the model was trained for.
 * ``rope``: the scaling LMDeploy uses at every engine size (what the model's config.json says), e.g.

@@ -18,7 +18,7 @@ def is_lmdeploy(model_cfg) -> bool:
 
 
 def _table_row(model_cfg) -> Optional[Dict]:
-    from ..configs.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
+    from ..tables.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
     for row in LONGCTX_LMDEPLOY_MODELS:
         if row['abbr'] == model_cfg.get('abbr'):
             return row

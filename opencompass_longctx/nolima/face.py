@@ -6,6 +6,7 @@ from ..faces import TIER_PATTERN, Bench, BenchmarkFace, Row
 from ..reasoning import OWN_MODE
 from ..tokenization import DEFAULT_TOKENIZER
 from . import data as ndata
+from . import metrics as nmetrics
 from .haystack import default_depth_intervals
 from .needles import EXPECTED_PAIRS, resolve_variant
 from .prompts import MAX_NEW_TOKENS, REASONING_MAX_NEW_TOKENS
@@ -84,5 +85,5 @@ BENCHMARK = BenchmarkFace(
                          Row('main one-hop', ('main',), detail_filter=('question_type', 'onehop')),
                          Row('main two-hop', ('main',), detail_filter=('question_type', 'twohop')))
                    + tuple(Row(v, (v,)) for v in ('hard', 'cot', 'mc', 'direct', 'distractor')),
-                   base_tiers=('250', '500', '1k'), paper_base='nolima',
+                   base_tiers=('250', '500', '1k'), paper_base=nmetrics.base_from_details,
                    notes="accuracy (%), contains; 1k = 1000 tokens of the model's tokenizer"),))

@@ -138,3 +138,21 @@ def format_row(acc_by_length: Mapping[int, float], base: Optional[float], length
                 s = f'*{s}*'
         cells.append(s)
     return cells
+
+
+def base_from_details(details: Iterable[Mapping]) -> Optional[float]:
+    """NoLiMa's base score (per pair, best haystack) from the evaluator's per-sample details of the base tiers
+    (values as OpenCompass stores them, possibly one-element lists; over-length samples left out); None when no
+    base tier was scored (the summary table then falls back to its own base)."""
+    def value(d, key):
+        v = d.get(key)
+        return v[0] if isinstance(v, list) and v else v
+    records = []
+    for d in details:
+        r = {k: value(d, k) for k in ('pair', 'haystack', 'context_length', 'correct', 'over_length')}
+        if r['pair'] is not None and not r['over_length']:
+            records.append(r)
+    try:
+        return report(records)['base'] if records else None
+    except Exception:  # noqa: BLE001 - no base tiers run: fall back to the table's own base
+        return None

@@ -13,7 +13,7 @@
   (:mod:`opencompass_longctx.models.sizing`). Other models (Hugging Face on a CPU) are only grouped.
 * Samples and prompt tokens: from each dataset's benchmark face (:mod:`opencompass_longctx.faces`): exact from the
   dataset's build record when it was built before, else the tier arithmetic (:mod:`.loads`).
-* Cost: GPU-hours from the cost model (``opencompass_longctx/configs/cost_model.py``) and the harness
+* Cost: GPU-hours from the cost model (``opencompass_longctx/tables/cost_model.py``) and the harness
   overhead (engine starts and subprocess imports) as a share of the total (:mod:`.cost`).
 * Checks that need no GPU: data present for every dataset, model directories with their tokenizers,
   ``$LONGCTX_MODEL_ROOT``; every problem in one list (:mod:`.checks`).

@@ -2,7 +2,7 @@
 so a model's engine starts once per band."""
 from typing import List, Optional, Sequence
 
-from ..configs.tier_table import TIER_BANDS
+from ..tables.tier_table import TIER_BANDS
 from ..tiers import TierError, parse_tier
 
 

@@ -1,9 +1,9 @@
 """The cost model of a plan: GPU-hours of a task from its prompt tokens, its engine and the GPU's peak figures
-(``opencompass_longctx/configs/cost_model.py``; override with ``LongCtxPartitioner(cost_model=...)``)."""
+(``opencompass_longctx/tables/cost_model.py``; override with ``LongCtxPartitioner(cost_model=...)``)."""
 import math
 from typing import Dict, Optional, Sequence
 
-from ..configs.cost_model import COST_MODEL, GPUS
+from ..tables.cost_model import COST_MODEL, GPUS
 from ..models import geometry
 from .bands import PlanError
 

@@ -42,7 +42,7 @@ def to_markdown(summary: Dict) -> str:
         lines.append(f"| **{model}** | all | | {m['tasks']} | {m['engine_starts']} | | | | | | | | {total} |")
     cm = summary['cost_model']
     gpu = cm['gpu_spec']
-    lines += ['', f"Cost model (opencompass_longctx/configs/cost_model.py, override with "
+    lines += ['', f"Cost model (opencompass_longctx/tables/cost_model.py, override with "
                   f"LongCtxPartitioner(cost_model=...)): {gpu['name']} {gpu['bf16_tflops']} TFLOPS BF16, "
                   f"{gpu['hbm_tbps']} TB/s ({gpu['source']}); prefill at {cm['prefill_mfu']:.0%} of peak, decode at "
                   f"{cm['decode_bw_efficiency']:.0%} of HBM bandwidth, {cm['output_fraction']:.0%} of max_out_len "

@@ -143,20 +143,10 @@ def detail_cell(res: Optional[dict], key: str, value: str) -> Cell:
 
 
 def paper_base(bench: Bench, read, model: str, abbrs: Sequence[str]) -> Optional[float]:
-    if bench.paper_base != 'nolima':
+    """The benchmark's own base score (its face's ``paper_base``) over the per-sample details of ``abbrs``."""
+    if bench.paper_base is None:
         return None
-    from ..nolima import metrics as nm
-    records = []
-    for abbr in abbrs:
-        res = read(model, abbr)
-        for d in (res or {}).get('details', []):
-            r = {k: _detail_value(d, k) for k in ('pair', 'haystack', 'context_length', 'correct', 'over_length')}
-            if r['pair'] is not None and not r['over_length']:
-                records.append(r)
-    try:
-        return nm.report(records)['base'] if records else None
-    except Exception:  # noqa: BLE001 - no base tiers run: fall back to the table's own base
-        return None
+    return bench.paper_base([d for abbr in abbrs for d in (read(model, abbr) or {}).get('details', [])])
 
 
 def depth_bins(results: Sequence[Optional[dict]], bins: int = DEPTH_BINS) -> Optional[List[List[int]]]:

@@ -10,8 +10,8 @@ from opencompass_longctx.partitioner import LongCtxPartitioner
 from opencompass_longctx.tasks import LongCtxEvalTask, LongCtxInferTask
 
 with read_base():
-    from opencompass_longctx.configs.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
-    from opencompass_longctx.configs.tier_table import TIERS
+    from opencompass_longctx.tables.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
+    from opencompass_longctx.tables.tier_table import TIERS
     from opencompass_longctx.longbio.catalogue import LONGBIO_NEED_TOKENS
     from opencompass_longctx.configs.datasets.babilong.babilong_0k_gen import babilong_datasets as babilong_0k
     from opencompass_longctx.configs.datasets.babilong.babilong_4k_gen import babilong_datasets as babilong_4k
@@ -39,7 +39,7 @@ with read_base():
     from opencompass_longctx.configs.models.lmdeploy_longctx import lmdeploy_longctx_models
     from opencompass_longctx.configs.summarizers.longctx import summarizer
 
-# The models to compare (abbrs from opencompass_longctx/configs/lmdeploy_models.py).
+# The models to compare (abbrs from opencompass_longctx/tables/lmdeploy_models.py).
 RUN_MODELS = ['qwen3-30b-a3b-instruct-2507', 'qwen3-next-80b-a3b-instruct', 'gpt-oss-20b', 'gemma-3-27b-it',
               'llama-3.1-8b-instruct']
 

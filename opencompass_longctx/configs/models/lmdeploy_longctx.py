@@ -1,5 +1,5 @@
 # LMDeploy configs for the long-context leaderboard models (TurboMind or PyTorch engine: the row's backend), one per row of
-# opencompass_longctx/configs/lmdeploy_models.py. Models are read from $LONGCTX_MODEL_ROOT/<name> (local
+# opencompass_longctx/tables/lmdeploy_models.py. Models are read from $LONGCTX_MODEL_ROOT/<name> (local
 # Hugging Face directories; the KV preflight reads their config.json before any weight is loaded).
 # session_len = the largest tier in the model's tokens (+5% for tokenizer differences) + template margin +
 # the longest generation, capped at the model's window: the most the model is ever given. With LongCtxPartitioner
@@ -14,9 +14,9 @@ from mmengine.config import read_base
 from opencompass_longctx.models.lmdeploy import LongCtxTurboMindModel
 
 with read_base():
-    from opencompass_longctx.configs.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
+    from opencompass_longctx.tables.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
     from opencompass_longctx.configs.meta_template import LONGCTX_META_TEMPLATE
-    from opencompass_longctx.configs.tier_table import TIERS
+    from opencompass_longctx.tables.tier_table import TIERS
 
 MODEL_ROOT = os.environ.get('LONGCTX_MODEL_ROOT', 'models')
 TEMPLATE_MARGIN = 2048

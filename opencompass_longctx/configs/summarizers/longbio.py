@@ -10,7 +10,7 @@
 from mmengine.config import read_base
 
 with read_base():
-    from opencompass_longctx.configs.tier_table import STANDARD_TIERS
+    from opencompass_longctx.tables.tier_table import STANDARD_TIERS
     from opencompass_longctx.longbio.catalogue import (LONGBIO_CATEGORIES, LONGBIO_CELLS, LONGBIO_NEED_TOKENS,
                                                        LONGBIO_TIER_UNITS)
 
