@@ -14,9 +14,14 @@ from conftest import REPO
 pytestmark = pytest.mark.skipif(shutil.which('make') is None, reason='make is not installed')
 
 
-def make(*args, timeout=120):
+def make(*args, timeout=120, inherit=True):
+    """``make`` in the repository; ``inherit=False``: without the variables of an outer make (``make test
+    PYTHON=... TORCH_INDEX=`` runs this suite, and its MAKEFLAGS would reach this make), i.e. the Makefile's own
+    defaults, as a newcomer's plain ``make`` sees them."""
+    env = None if inherit else {k: v for k, v in os.environ.items()
+                                if k not in ('MAKEFLAGS', 'MFLAGS', 'MAKELEVEL', 'MAKEOVERRIDES')}
     return subprocess.run(['make', '--no-print-directory', *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=env)
 
 
 def readme_section(title):
@@ -49,7 +54,7 @@ def test_make_test_and_demo_run_the_readme_commands_in_order(tmp_path):
     test_cmd = readme_section('Test').split('```bash\n', 1)[1].split('\n', 1)[0].strip()
     assert test_cmd == 'python -m pytest -q tests'
 
-    out = make('-n', '-B', 'test', f'VENV={venv}')
+    out = make('-n', '-B', 'test', f'VENV={venv}', inherit=False)
     assert out.returncode == 0, out.stderr
     names, cmds = zip(*steps(out.stdout, venv))
     assert names == ('python', 'venv', 'torch', 'install', 'pip check', 'lmdeploy', 'smollm2', 'test'), names
@@ -58,7 +63,7 @@ def test_make_test_and_demo_run_the_readme_commands_in_order(tmp_path):
     # the Debian packages come after the Python set-up, before the tests
     assert out.stdout.index('longctx-smollm2') < out.stdout.index('.ci/debian-packages') < out.stdout.rindex(test_cmd)
 
-    out = make('-n', '-B', 'demo', f'VENV={venv}')
+    out = make('-n', '-B', 'demo', f'VENV={venv}', inherit=False)
     assert out.returncode == 0, out.stderr
     names, cmds = zip(*steps(out.stdout, venv))
     # the demo needs neither LMDeploy's classes nor SmolLM2
