@@ -16,6 +16,12 @@ raised and ``infer_cfg.decoding_mode`` naming the mode (the plan and the run's c
 import copy
 from typing import Dict, Tuple
 
+# Where a thinking model's answer starts after its trace: Qwen3/DeepSeek-style ``</think>``; gpt-oss's harmony
+# format, with its special tokens kept or (LMDeploy's default, skip_special_tokens) dropped.
+_ANSWER_STARTS = ('</think>', '<|channel|>final<|message|>', 'assistantfinal')
+_TRACE_STARTS = ('<think>', '<|channel|>analysis', 'analysis')
+_ANSWER_ENDS = ('<|return|>', '<|end|>')
+
 # The trace allowance where a benchmark's authors have no rule: the NoLiMa paper's budget for reasoning models.
 THINK_TOKENS = 1536
 OWN_MODE = 'longctx-reasoning'         # this package's budget where the authors have none
@@ -37,3 +43,20 @@ def for_thinking_model(d: Dict, face) -> Dict:
     out['infer_cfg']['inferencer']['max_out_len'] = new
     out['infer_cfg']['decoding_mode'] = mode
     return out
+
+
+def strip_trace(text):
+    """A thinking model's prediction without its reasoning trace (the model config's ``pred_postprocessor`` for a
+    ``thinks=True`` row, applied by OpenCompass before any evaluator): the text after the last answer start
+    (``</think>``, gpt-oss's final channel); a trace that never reached its answer (the budget ran out) gives ''
+    (an empty prediction, counted as wrong by every evaluator). Text without a trace, the markers of
+    :mod:`opencompass_longctx.overlength` and non-strings are returned as they are."""
+    if not isinstance(text, str):
+        return text
+    for start in _ANSWER_STARTS:
+        if start in text:
+            answer = text.rsplit(start, 1)[1]
+            for end in _ANSWER_ENDS:
+                answer = answer.split(end, 1)[0]
+            return answer.strip()
+    return '' if text.lstrip().startswith(_TRACE_STARTS) else text

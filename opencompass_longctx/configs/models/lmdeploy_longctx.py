@@ -12,6 +12,7 @@ import os
 from mmengine.config import read_base
 
 from opencompass_longctx.models.lmdeploy import LongCtxTurboMindModel
+from opencompass_longctx.reasoning import strip_trace
 
 with read_base():
     from opencompass_longctx.tables.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
@@ -44,6 +45,8 @@ lmdeploy_longctx_models = [
         max_out_len=MAX_OUT_LEN,
         batch_size=m['max_batch_size'],
         run_cfg=dict(num_gpus=m['tp']),
+        # a thinking model's trace is cut off before scoring (OpenCompass applies a model's pred_postprocessor first)
+        **({'pred_postprocessor': dict(type=strip_trace)} if m.get('thinks') else {}),
     )
     for m in LONGCTX_LMDEPLOY_MODELS
     for session_len in [min(m['window'], TIERS[m['max_tier']] * 105 // 100 + TEMPLATE_MARGIN + MAX_OUT_LEN
