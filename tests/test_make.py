@@ -14,12 +14,16 @@ from conftest import REPO
 pytestmark = pytest.mark.skipif(shutil.which('make') is None, reason='make is not installed')
 
 
+# an outer make passes its command-line variables on in MAKEFLAGS and exports them as environment variables
+OUTER_MAKE = ('MAKEFLAGS', 'MFLAGS', 'MAKELEVEL', 'MAKEOVERRIDES', 'PYTHON', 'VENV', 'TORCH_SPEC', 'TORCH_INDEX',
+              'LMDEPLOY_SPEC', 'LMDEPLOY_DIR', 'DEBIAN_PACKAGES', 'PYTEST_ARGS', 'DEMO_LOG')
+
+
 def make(*args, timeout=120, inherit=True):
     """``make`` in the repository; ``inherit=False``: without the variables of an outer make (``make test
     PYTHON=... TORCH_INDEX=`` runs this suite, and its MAKEFLAGS would reach this make), i.e. the Makefile's own
     defaults, as a newcomer's plain ``make`` sees them."""
-    env = None if inherit else {k: v for k, v in os.environ.items()
-                                if k not in ('MAKEFLAGS', 'MFLAGS', 'MAKELEVEL', 'MAKEOVERRIDES')}
+    env = None if inherit else {k: v for k, v in os.environ.items() if k not in OUTER_MAKE}
     return subprocess.run(['make', '--no-print-directory', *args], cwd=REPO, capture_output=True, text=True,
                           timeout=timeout, env=env)
 
