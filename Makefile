@@ -25,7 +25,7 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 # LMDeploy's Python, unpacked beside the environment for the config tests (tests/conftest.py reads .lmdeploy: set
 # LMDEPLOY_DIR only to unpack a scratch copy elsewhere).
-LMDEPLOY_SPEC ?= lmdeploy==0.18.0 pybase64
+LMDEPLOY_SPEC ?= lmdeploy==0.18.0 pybase64 openai-harmony==0.0.8
 LMDEPLOY_DIR ?= .lmdeploy
 DEBIAN_PACKAGES ?= .ci/debian-packages
 PYTEST_ARGS ?=

@@ -72,8 +72,9 @@ class LongCtxInferTask(_GoesOn, OpenICLInferTask):
         """OpenCompass's command, except that an LMDeploy model's task starts with plain ``python`` whatever its tp:
         OpenCompass wraps a task with ``num_gpus > 1`` in ``torch.distributed.run`` unless the model's type string
         contains 'VLLM' or 'Lmdeploy' (openicl_infer.py:50-61), which this package's class paths do not; the
-        engine starts its own tensor-parallel workers (and LMDeploy's PyTorch engine takes MASTER_PORT from the
-        environment, mp_executor.py:214-215, where torchrun would have set its own)."""
+        engine starts its own tensor-parallel workers: TurboMind its threads, LMDeploy 0.18's PyTorch engine a Ray
+        executor at tp > 1 on CUDA (pytorch/engine/executor/__init__.py:50-61; its mp executor, which would take
+        MASTER_PORT from the environment torchrun sets, is disabled there), each task its own local Ray instance."""
         import opencompass.tasks.openicl_infer as base
         from .plan import is_lmdeploy
         if is_lmdeploy(self.model_cfgs[0]):

@@ -14,8 +14,8 @@ os.environ['HF_DATASETS_OFFLINE'] = '1'
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / 'shared'
 # LMDeploy's config classes, unpacked beside the environment (README: `pip install --no-deps --target .lmdeploy
-# lmdeploy==0.18.0 pybase64`): importable by the tests and their opencompass subprocesses, not installed into the
-# environment (LMDeploy cannot serve without CUDA, and its CUDA requirements would break `pip check`).
+# lmdeploy==0.18.0 pybase64 openai-harmony==0.0.8`): importable by the tests and their opencompass subprocesses,
+# not installed into the environment (LMDeploy cannot serve without CUDA, and its CUDA requirements would break `pip check`).
 LMDEPLOY_DIR = REPO / '.lmdeploy'
 if LMDEPLOY_DIR.is_dir():
     sys.path.append(str(LMDEPLOY_DIR))

@@ -1,5 +1,5 @@
 """LMDeploy configs without a GPU: every shipped model config checked against LMDeploy's real engine-config
-classes (the lmdeploy wheel imports on CPU: `pip install --no-deps --target .lmdeploy lmdeploy==0.18.0 pybase64`), the KV-cache preflight
+classes (the lmdeploy wheel imports on CPU: `pip install --no-deps --target .lmdeploy lmdeploy==0.18.0 pybase64 openai-harmony==0.0.8`), the KV-cache preflight
 arithmetic on real config.json values, and bad input. Nothing here runs LMDeploy itself."""
 import json
 import os
@@ -21,7 +21,7 @@ def real_lmdeploy():
         import lmdeploy  # noqa: F401
     except ImportError:
         if os.environ.get('CI'):
-            pytest.fail("CI must unpack LMDeploy's config classes: pip install --no-deps --target .lmdeploy lmdeploy==0.18.0 pybase64")
+            pytest.fail("CI must unpack LMDeploy's config classes: pip install --no-deps --target .lmdeploy lmdeploy==0.18.0 pybase64 openai-harmony==0.0.8")
         pytest.skip('lmdeploy not importable here')
 
 

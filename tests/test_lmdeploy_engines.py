@@ -222,3 +222,26 @@ def test_caveat_marks_in_the_tier_table(tmp_path, capsys):
     assert rows[qwen['abbr']][i512] == '40.0 ±11.6†' and rows[qwen['abbr']][i256] == '40.0 ±11.6'
     assert not any(c.endswith('†') for c in rows['other'])
     assert ('- † qwen2.5-7b-instruct-1m at 512k: Qwen2.5-1M needs dual-chunk attention above 256k' in table)
+
+
+
+@pytest.mark.parametrize('abbr', sorted(shipped()))
+def test_every_row_runs_as_a_text_model(abbr, tmp_path):
+    """LMDeploy starts a vision-language pipeline (VLAsyncEngine, the vision encoder loaded beside the engine) for
+    an architecture in its check_vl_llm list, Gemma-3 among the rows, unless language_model_only is set: the
+    model sets it for those (models.lmdeploy.text_only), and LMDeploy's own get_task then picks the text pipeline."""
+    lmdeploy_or_skip()
+    from lmdeploy.archs import check_vl_llm, get_task
+
+    from opencompass_longctx.models import recipe
+    model, cfg = shipped()[abbr], published(abbr)
+    backend, _ = L.choose_backend(cfg, model['backend'])
+    ec = L.text_only(cfg, backend, recipe.band_engine_config(model, dict(model['engine_config'])))
+    vision = check_vl_llm(backend, cfg)
+    assert ec.get('language_model_only', False) == vision
+    assert (abbr == 'gemma-3-27b-it') == vision      # the one vision-language architecture among the rows today
+    if vision:
+        path = model_dir(tmp_path, abbr)
+        assert get_task(backend, path)[0] == 'vlm'                   # without the key
+        assert get_task(backend, path, backend_config=L.engine_config_class(backend)(**ec))[0] == 'llm'
+        L.validate_engine_config(ec, backend, model['max_seq_len'], model['run_cfg']['num_gpus'])

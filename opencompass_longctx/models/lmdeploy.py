@@ -213,6 +213,18 @@ def choose_backend(cfg: Dict, requested: str = 'auto') -> Tuple[str, str]:
     return 'pytorch', f'{arch} is not in {where}: the PyTorch engine'
 
 
+def text_only(cfg: Dict, backend: str, engine_config: Dict) -> Dict:
+    """``engine_config`` with ``language_model_only=True`` when LMDeploy would serve the model as a vision-language
+    one (``lmdeploy.archs.check_vl_llm``: Gemma-3, Llama-4, ...): the benchmarks are text only, and LMDeploy's
+    ``get_task`` (archs.py:116-131) would otherwise start ``VLAsyncEngine`` and load the vision encoder on the first
+    GPU beside the engine, memory the KV-cache preflight does not count. A row that sets the key keeps its value."""
+    if 'language_model_only' in engine_config or not cfg.get('architectures'):
+        return dict(engine_config)
+    _lmdeploy()
+    from lmdeploy.archs import check_vl_llm
+    return dict(engine_config, language_model_only=True) if check_vl_llm(backend, cfg) else dict(engine_config)
+
+
 def engine_config_class(backend: str):
     lmdeploy = _lmdeploy()
     if backend == 'turbomind':
@@ -283,6 +295,7 @@ class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
         engine_config = recipe.band_engine_config(recipe_cfg, engine_config)
         cfg = read_model_config(path)
         self.backend, self.backend_reason = choose_backend(cfg, backend)
+        engine_config = text_only(cfg, self.backend, engine_config)
         validate_engine_config(engine_config, self.backend, max_seq_len,
                                None if tokenizer_only else _visible_gpus())
         if preflight and not tokenizer_only:
@@ -309,4 +322,4 @@ class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
         backend_config = engine_config_class(backend)(**engine_config)
         return lmdeploy.pipeline(model_path, backend_config=backend_config, trust_remote_code=self.trust_remote_code,
                                  log_level=os.getenv('LMDEPLOY_LOG_LEVEL', 'WARNING'),
-                                 max_log_len=os.getenv('LMDEPLOY_MAX_LOG_LEN', 10))
+                                 max_log_len=int(os.getenv('LMDEPLOY_MAX_LOG_LEN', 10)))   # sliced with: an int

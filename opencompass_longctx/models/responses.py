@@ -29,6 +29,15 @@ sample out of the score and count it, and the tier table shows the dataset as in
   scored. :data:`ENGINE_TOO_SMALL`.
 * anything else with ``finish_reason`` 'error' or 'abort', or an ``error_code``: :data:`ENGINE_ERROR`.
 
+gpt-oss (harmony format): LMDeploy 0.18 detokenizes a ``model_type == 'gpt_oss'`` model with its own
+``GptOssTokenizer`` (lmdeploy/tokenizer.py:390-438), which keeps only the text of the ``analysis`` and ``final``
+channels and joins them with nothing between (``response += stream.last_content_delta``, tokenizer.py:412-413):
+``Response.text`` is the reasoning trace run into the answer, every channel marker gone, and no trace stripper
+can find where the answer starts. :class:`ResponsePipe` gives such an answer the text of its token ids decoded
+with the special tokens kept (``<|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final
+<|message|>answer``), as the model wrote it: :func:`opencompass_longctx.reasoning.strip_trace` then keeps the final
+channel, and a trace that never reached it is an empty, counted-wrong prediction.
+
 Each mapped response is logged (``longctx: engine error response ...``: the error code, LMDeploy's message, the
 marker given); the engine errors at ERROR level.
 """
@@ -62,6 +71,18 @@ def keep_out_of_memory(async_engine) -> None:
             error.message = KV_FULL   # Pipeline._infer copies e.message into Response.error_message
         return error
     async_engine._request_error_from_status = request_error_from_status
+
+
+def detokenizes_harmony(async_engine) -> bool:
+    """Whether LMDeploy's ``AsyncEngine`` detokenizes with its gpt-oss (harmony) tokenizer (module doc)."""
+    model = getattr(getattr(async_engine, 'tokenizer', None), 'model', None)
+    if model is None:
+        return False
+    try:
+        from lmdeploy.tokenizer import GptOssTokenizer
+    except ImportError:        # an LMDeploy without it has no harmony detokenizer
+        return False
+    return isinstance(model, GptOssTokenizer)
 
 
 def marker_for(response, max_new_tokens: int, window=None):
@@ -101,6 +122,7 @@ class ResponsePipe:
     def __init__(self, pipe, model):
         self.pipe, self.model, self.counts = pipe, model, Counter()
         keep_out_of_memory(getattr(pipe, 'async_engine', None))
+        self.harmony = detokenizes_harmony(getattr(pipe, 'async_engine', None))
 
     def __getattr__(self, name):
         return getattr(self.pipe, name)
@@ -115,6 +137,8 @@ class ResponsePipe:
             max_new = getattr(gen_config, 'max_new_tokens', 0)
             marker = marker_for(out, max_new, self._window())
             if marker is None:
+                if self.harmony and out.token_ids:   # the channels as the model wrote them (module doc)
+                    out.text = self.model.tokenizer.decode(out.token_ids, skip_special_tokens=False)
                 continue
             self._check_survives(marker, getattr(gen_config, 'stop_words', None) or [])
             name = {OVER_LENGTH: 'over-length', ENGINE_TOO_SMALL: 'engine too small'}.get(marker, 'engine error')

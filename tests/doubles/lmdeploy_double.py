@@ -22,6 +22,8 @@ Where it matters the fake engine behaves as the real ones (``RecordingTurboMindM
   (``Input length (N) must be smaller than the model context length (S).``) refuses prompts the project's
   over-length check let through, as when the project's token count and the engine's differ.
 * ``error_every``: every n-th request fails with ``INTERNAL_ENGINE_ERROR`` (a generic engine failure).
+* ``trace``: the model thinks in gpt-oss's harmony format: its answer is ``<|channel|>analysis<|message|>`` + trace
+  + ``<|end|><|start|>assistant<|channel|>final<|message|>`` + the rule reader's answer, cut at max_new_tokens.
 
 One JSON line per engine construction (``event: engine``), per model construction (``build``) and per batch the
 wrapper sends (``batch``) goes to ``$LONGCTX_FAKE_LMDEPLOY_LOG`` when it is set. Importable in OpenCompass's task
@@ -47,7 +49,8 @@ class FakeEngine:
     """What ``AsyncEngine`` uses of TurboMind's or the PyTorch engine: ``engine_config``, ``create_instance()``,
     ``close()``; each instance's ``async_stream_infer`` yields LMDeploy's ``EngineOutput``."""
 
-    def __init__(self, async_engine, backend, config, kv_tokens=None, session_len=None, error_every=None):
+    def __init__(self, async_engine, backend, config, kv_tokens=None, session_len=None, error_every=None,
+                 trace=None):
         from opencompass_longctx.demo.rule_reader import BabiRuleReader
         self.engine_config = copy.copy(config)
         self.engine_config.enable_metrics = False   # prometheus_client is not installed here; metrics are not tested
@@ -55,7 +58,7 @@ class FakeEngine:
             assert session_len < config.session_len, 'the fake session_len must be below the configured one'
             async_engine.session_len = self.engine_config.session_len = session_len
         self.backend, self.tokenizer, self.requests = backend, async_engine.tokenizer, 0
-        self.kv_tokens, self.error_every = kv_tokens, error_every
+        self.kv_tokens, self.error_every, self.trace = kv_tokens, error_every, trace
         self.block = config.block_size if backend == 'pytorch' else config.cache_block_seq_len
         self.reader = BabiRuleReader(tokenizer='tiktoken:gpt2')
         _log({'event': 'engine', 'backend': backend, 'path': async_engine.model_name,
@@ -89,6 +92,9 @@ class FakeEngine:
     def forward(self, input_ids, max_new_tokens, stop_ids):
         """The answer's token ids: the rule reader on the prompt as the engine received it, then a stop token."""
         text = self.reader.answer(self.tokenizer.decode(input_ids, skip_special_tokens=False))
+        if self.trace is not None:
+            text = (f'<|channel|>analysis<|message|>{self.trace}<|end|><|start|>assistant<|channel|>final<|message|>'
+                    + text)
         ids = self.tokenizer.encode(text, add_bos=False) + list(stop_ids[:1])
         return ids[:max_new_tokens]
 
