@@ -24,6 +24,13 @@ TEMPLATE = ("{%- for m in messages %}<|start|>{{ m['role'] }}<|message|>{{ m['co
             "{%- if add_generation_prompt %}<|start|>assistant{%- endif %}")
 
 
+def _restore(name, value):
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
 def harmony_env(directory: str) -> str:
     """A ``TIKTOKEN_ENCODINGS_BASE`` directory holding o200k_base.tiktoken (openai_harmony's vocabulary file)."""
     os.makedirs(directory, exist_ok=True)
@@ -38,8 +45,12 @@ def build(out_dir: str, encodings_base: str) -> str:
     import tiktoken
     from openai_harmony import HarmonyEncodingName, load_harmony_encoding
 
+    old = os.environ.get('TIKTOKEN_ENCODINGS_BASE')
     os.environ['TIKTOKEN_ENCODINGS_BASE'] = encodings_base
-    harmony = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
+    try:
+        harmony = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
+    finally:
+        _restore('TIKTOKEN_ENCODINGS_BASE', old)
     path = _find_tiktoken_file('o200k_base')
     ranks = read_ranks(path, _TIKTOKEN_FILES['o200k_base'][1])
     old = os.environ.get('TIKTOKEN_CACHE_DIR')
@@ -47,7 +58,7 @@ def build(out_dir: str, encodings_base: str) -> str:
     try:
         pattern = tiktoken.get_encoding('o200k_base')._pat_str
     finally:
-        os.environ.pop('TIKTOKEN_CACHE_DIR') if old is None else os.environ.__setitem__('TIKTOKEN_CACHE_DIR', old)
+        _restore('TIKTOKEN_CACHE_DIR', old)
     with open(CONFIG, encoding='utf-8') as f:
         config = json.load(f)
     config.setdefault('transformers_version', '4.55.0.dev0')   # as published (transformers warns without it)

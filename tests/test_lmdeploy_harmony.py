@@ -18,6 +18,12 @@ PROMPT = 'Mary went to the kitchen. John went to the garden. Where is Mary?'
 TRACE = 'Mary might be in the garden or the hallway; the story says kitchen last.'
 
 
+def no_encodings_base(monkeypatch):
+    """TIKTOKEN_ENCODINGS_BASE unset, and unset again after the test (the model sets it)."""
+    monkeypatch.setenv('TIKTOKEN_ENCODINGS_BASE', '')
+    monkeypatch.delenv('TIKTOKEN_ENCODINGS_BASE')
+
+
 @pytest.fixture(scope='module')
 def gpt_oss_dir(tmp_path_factory):
     import harmony_tokenizer
@@ -31,7 +37,7 @@ def gpt_oss_dir(tmp_path_factory):
 @pytest.fixture
 def gpt_oss(gpt_oss_dir, monkeypatch):
     path, base = gpt_oss_dir
-    monkeypatch.setenv('TIKTOKEN_ENCODINGS_BASE', base)
+    no_encodings_base(monkeypatch)          # the model finds harmony's vocabulary itself
     monkeypatch.syspath_prepend(DOUBLES)
     monkeypatch.setenv('CUDA_VISIBLE_DEVICES', '0')
     from lmdeploy_double import RecordingTurboMindModel, engine_patches
@@ -54,8 +60,11 @@ def test_lmdeploy_runs_the_trace_into_the_answer_and_the_project_keeps_the_chann
     from lmdeploy.tokenizer import GptOssTokenizer
 
     from opencompass_longctx.reasoning import strip_trace
+    from opencompass_longctx.cache import cache_root
     model, postprocess = gpt_oss()
     assert postprocess is strip_trace                           # the shipped row's pred_postprocessor
+    # openai_harmony would download its vocabulary: the model gave it the package's copy (offline GPU nodes)
+    assert os.environ['TIKTOKEN_ENCODINGS_BASE'] == os.path.join(cache_root(), 'tiktoken_encodings')
     assert isinstance(model.pipe.async_engine.tokenizer.model, GptOssTokenizer)   # LMDeploy's own choice
     assert model.pipe.harmony
     rendered = model.tokenizer.apply_chat_template([{'role': 'user', 'content': PROMPT}], add_generation_prompt=True,
@@ -95,13 +104,14 @@ def test_a_model_without_the_harmony_detokenizer_keeps_lmdeploys_text(tiny_model
     assert raw.text and model.generate([prompt], max_out_len=8) == [raw.text]
 
 
-def test_gpt_oss_is_scored_on_its_final_channel_through_the_real_pipeline(tmp_path, gpt_oss_dir):
+def test_gpt_oss_is_scored_on_its_final_channel_through_the_real_pipeline(tmp_path, gpt_oss_dir, monkeypatch):
     """The shipped gpt-oss row through `opencompass` (LongCtxPartitioner, LongCtxInferTask on LMDeploy's pipeline,
     the eval task applying the row's strip_trace): the predictions keep the trace, the score is the answer's."""
     from opencompass_longctx.demo import babilong_data
-    path, base = gpt_oss_dir
+    path, _ = gpt_oss_dir
     babilong_data.write(str(tmp_path / 'babilong'), tiers=('0k',), tasks=['qa1'], samples=4)
-    env = {'LONGCTX_GPT_OSS_DIR': path, 'TIKTOKEN_ENCODINGS_BASE': base,
+    no_encodings_base(monkeypatch)          # the task finds harmony's vocabulary itself
+    env = {'LONGCTX_GPT_OSS_DIR': path,
            'LONGCTX_TEST_DATA': str(tmp_path / 'babilong'), 'LONGCTX_CACHE_DIR': str(tmp_path / 'cache'),
            'CUDA_VISIBLE_DEVICES': '0', 'PYTHONPATH': os.pathsep.join([DOUBLES, os.environ.get('PYTHONPATH', '')])}
     proc = run_opencompass([str(CONFIG), '-w', 'out'], tmp_path, env)

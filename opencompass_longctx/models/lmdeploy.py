@@ -225,6 +225,37 @@ def text_only(cfg: Dict, backend: str, engine_config: Dict) -> Dict:
     return dict(engine_config, language_model_only=True) if check_vl_llm(backend, cfg) else dict(engine_config)
 
 
+def harmony_vocabulary(cfg: Dict) -> Optional[str]:
+    """For a gpt-oss model (``model_type == 'gpt_oss'``): make ``openai_harmony``'s vocabulary file reachable
+    offline. LMDeploy detokenizes gpt-oss with ``openai_harmony`` (lmdeploy/tokenizer.py:395-396), which downloads
+    ``o200k_base.tiktoken`` from openaipublic.blob.core.windows.net unless ``$TIKTOKEN_ENCODINGS_BASE`` names a
+    directory holding it: on a GPU node without internet the pipeline would fail after the weights load. When the
+    variable is unset, the copy the package already finds (litellm's bundled file, sha256-checked) is put in
+    ``<cache>/tiktoken_encodings`` and the variable set to it. Returns the directory (None: not a gpt-oss model, or
+    the variable was set by the user)."""
+    if cfg.get('model_type') != 'gpt_oss' or os.environ.get('TIKTOKEN_ENCODINGS_BASE'):
+        return None
+    import shutil
+
+    from ..cache import cache_root
+    from ..tokenization import _TIKTOKEN_FILES, _find_tiktoken_file
+    from ..util import sha256_file
+    source = _find_tiktoken_file('o200k_base')
+    if sha256_file(source) != _TIKTOKEN_FILES['o200k_base'][1]:
+        raise LMDeployConfigError(f'{source} is not the o200k_base vocabulary openai_harmony expects (sha256 '
+                                  'mismatch): reinstall litellm, or set TIKTOKEN_ENCODINGS_BASE to a directory '
+                                  'holding o200k_base.tiktoken')
+    directory = os.path.join(cache_root(), 'tiktoken_encodings')
+    target = os.path.join(directory, 'o200k_base.tiktoken')
+    if not os.path.isfile(target):
+        os.makedirs(directory, exist_ok=True)
+        tmp = f'{target}.{os.getpid()}.tmp'
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, target)
+    os.environ['TIKTOKEN_ENCODINGS_BASE'] = directory
+    return directory
+
+
 def engine_config_class(backend: str):
     lmdeploy = _lmdeploy()
     if backend == 'turbomind':
@@ -306,6 +337,8 @@ class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
                 None if gpu_memory_gib is None else gpu_memory_gib * 1024 ** 3, cfg,
                 engine_reserve_bytes(self.backend, cfg, engine_config))
         self.trust_remote_code = bool(trust_remote_code)
+        if not tokenizer_only:
+            harmony_vocabulary(cfg)
         self.rope = recipe.effective_rope(recipe_cfg, engine_config.get('session_len'))
         super().__init__(path=path, engine_config=engine_config, backend=self.backend, max_seq_len=max_seq_len,
                          tokenizer_only=tokenizer_only, **kwargs)
