@@ -59,6 +59,11 @@ NEEDED: Tuple[Tuple[str, str], ...] = (
     ('annotated-types==0.8.0', 'annotated_types: pydantic'),
     ('typing-inspection==0.4.5', 'typing_inspection: pydantic'),
     ('pyzmq==27.3.0', 'zmq: lmdeploy.pytorch.engine'),
+    # imported when the PyTorch engine builds its executor, after its CUDA environment check: a rehearsal that stops
+    # at that check never reaches them (gpu_check.py's rehearsal turns the check off)
+    ('xgrammar==0.2.9', 'xgrammar: lmdeploy.pytorch.engine.guided_process (model_agent/agent.py)'),
+    ('apache-tvm-ffi==0.1.11', 'tvm_ffi: xgrammar (the version LMDeploy 0.18 pins)'),
+    ('shortuuid==1.0.13', 'shortuuid: lmdeploy.serve.openai.protocol (model_agent/agent.py)'),
     ('importlib-metadata==8.7.0', 'importlib_metadata: opencompass.utils.dependency (10.x needs lazy_importer)'),
     ('evaluate==0.4.6', 'evaluate: opencompass.openicl.icl_evaluator'),
     ('prettytable==3.18.0', 'prettytable: opencompass.summarizers, our summarizer'),
@@ -150,13 +155,32 @@ def dir_bytes(path: str) -> int:
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
 
-def copy_tiktoken_files(dest: str) -> List[str]:
-    from opencompass_longctx.tokenization import _TIKTOKEN_FILES, _find_tiktoken_file
+LITELLM = 'litellm==1.83.0'     # setup.py's pin; only its two vocabulary files are taken, never the wheel itself
+
+
+def copy_tiktoken_files(dest: str, cache: str = DEFAULT_CACHE) -> List[str]:
+    """The vocabulary files into ``dest``: from $TIKTOKEN_CACHE_DIR or an installed ``litellm`` where the package
+    finds one, else out of the ``litellm`` wheel (downloaded into ``cache``, not installed). Checked by sha256."""
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)        # run as bench/build_gpu_wheelhouse.py from a checkout not installed here
+    from opencompass_longctx.tokenization import _TIKTOKEN_FILES, TokenizerError, _find_tiktoken_file
     os.makedirs(dest, exist_ok=True)
     out = []
     for base in TIKTOKEN_BASES:
-        src = _find_tiktoken_file(base)
-        shutil.copy(src, os.path.join(dest, _TIKTOKEN_FILES[base][0]))
+        fname, sha = _TIKTOKEN_FILES[base]
+        target = os.path.join(dest, fname)
+        try:
+            shutil.copy(_find_tiktoken_file(base), target)
+        except TokenizerError:
+            wheels = glob.glob(os.path.join(cache, 'litellm-1.83.0-*.whl'))
+            if not wheels:
+                download([LITELLM], cache)
+                wheels = glob.glob(os.path.join(cache, 'litellm-1.83.0-*.whl'))
+            with zipfile.ZipFile(wheels[0]) as z, open(target, 'wb') as f:
+                f.write(z.read(f'litellm/litellm_core_utils/tokenizers/{fname}'))
+        with open(target, 'rb') as f:
+            if hashlib.sha256(f.read()).hexdigest() != sha:
+                raise SystemExit(f'{target}: not the {base} vocabulary (sha256 differs)')
         out.append(base)
     return out
 
@@ -177,7 +201,7 @@ def build(out: str = DEFAULT_OUT, cache: str = DEFAULT_CACHE) -> int:
             print(f'lmdeploy: dropped {len(dropped)} TurboMind files ({", ".join(dropped[:3])}, ...)')
         elif wanted.get(dist) == base.split('-')[1] or base.startswith('opencompass-0.5.4-'):
             shutil.copy(whl, out)
-    copy_tiktoken_files(os.path.join(out, 'tiktoken'))
+    copy_tiktoken_files(os.path.join(out, 'tiktoken'), cache)
     wheels = sorted(os.path.basename(p) for p in glob.glob(os.path.join(out, '*.whl')))
     missing = sorted(set(wanted) - {w.split('-')[0].lower() for w in wheels})
     if missing:

@@ -19,7 +19,9 @@ the report rewritten after each one (``$OUT/gpu_check.json`` and ``$OUT/gpu_chec
    and at the short band's batch size; the measured constants as lines for ``tables/cost_model.py``.
 
 ``--rehearse`` (a machine without a GPU): the same stages, with the first CUDA call stopping each process with
-one line (``REHEARSAL_MARK``) instead of running; weights are not written (the plan then estimates them from
+one line (``REHEARSAL_MARK``) instead of running (LMDeploy's own CUDA environment check is turned off and the device
+queries answer as an H200, so each engine is built up to its first CUDA stream, past the imports and config
+parsing that the check would hide); weights are not written (the plan then estimates them from
 config.json, as for a model not yet downloaded) and the model row plans for a 139 GiB GPU (``gpu_memory_gib``).
 """
 import argparse
@@ -42,11 +44,21 @@ MODEL_CONFIG = os.path.join(ROOT, 'tests', 'data', 'model_configs', 'qwen2.5-7b-
 GPU = 'H200-141GB'
 REHEARSAL_MARK = 'LONGCTX REHEARSAL: first CUDA call reached, stopping here'
 NO_DRIVER = 'Found no NVIDIA driver'   # torch's own error where a CUDA call bypasses torch.cuda's lazy init
-# seconds per stage: 540 in all, so that with the install (~20 s) one device call (600 s at most) holds the run
-LIMITS = dict(env=30, model=90, data=60, opencompass=240, bench=120)
+# Seconds per stage at most (--limits changes them). One device call runs 600 s at most, the install (~10-20 s)
+# included: each stage's limit is also cut to what the call has left (from $LONGCTX_GPU_T0, set by gpu_check.sh
+# before the install, and --call-seconds) less what the stages still to come need (RESERVE), so the report of the
+# stages done is always written before the call is killed. The opencompass stage gets the time the others leave:
+# the plan puts its two tasks at ~275 s of GPU time (two engine starts of 100 s assumed); OpenCompass's own task
+# launches and the eval tasks come on top.
+LIMITS = dict(env=20, model=90, data=40, opencompass=380, bench=110)
+RESERVE = dict(env=5, model=30, data=10, opencompass=200, bench=100)
+CALL_MARGIN = 10          # seconds kept for writing the report and returning $OUT
+CURRENT = {'limit': None}   # the running stage's effective limit (the opencompass stage's subprocess uses it)
 GIB = 1024 ** 3
 # LMDeploy 0.18's INFO lines (lmdeploy/serve/core/async_engine.py:168, pytorch/engine/executor/base.py:439)
 RE_BACKEND = re.compile(r'updated backend_config=PytorchEngineConfig\((.*?)\)\s*$', re.M)
+# what the package handed LMDeploy (async_engine.py:133): logged before the engine is built, so a rehearsal has it
+RE_INPUT = re.compile(r'input backend=pytorch, backend_config=PytorchEngineConfig\((.*?)\)\s*$', re.M)
 RE_CACHE = re.compile(r'Building CacheEngine with config: \s*CacheConfig\((.*?)\)\.', re.S)
 
 
@@ -54,20 +66,31 @@ RE_CACHE = re.compile(r'Building CacheEngine with config: \s*CacheConfig\((.*?)\
 class Report:
     """The results so far, written after every stage (a run cut short still leaves what it measured)."""
 
-    def __init__(self, out: str, rehearse: bool):
+    def __init__(self, out: str, rehearse: bool, deadline: Optional[float] = None):
+        self.deadline = deadline        # time.time() by which the last stage must have ended
         self.out, self.data = out, {'rehearse': rehearse, 'date': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()),
                                     'command': 'bash bench/gpu_check.sh' + (' --rehearse' if rehearse else ''),
                                     'stages': {}}
         os.makedirs(out, exist_ok=True)
 
-    def stage(self, name: str, fn, *args):
-        """Run one stage under its time limit; its result (or error) goes into the report, which is rewritten."""
+    def stage(self, name: str, fn, *args, later=()):
+        """Run one stage under its time limit; its result (or error) goes into the report, which is rewritten.
+        A result may set its own ``status`` (``failed``, ``rehearsal stop``) with an ``error``/``where`` note."""
         start = time.time()
         entry = self.data['stages'].setdefault(name, {})
+        limit = stage_limit(name, later, self.deadline)
+        entry['limit_s'] = limit
+        if limit < 5:
+            entry.update(status='skipped', where='no time left in this device call', seconds=0)
+            print(f'[gpu_check] stage {name}: skipped (no time left in this call)', flush=True)
+            self.write()
+            return entry
+        CURRENT['limit'] = limit
         try:
-            with time_limit(LIMITS[name]):
-                entry.update(fn(*args) or {})
-            entry['status'] = 'ok'
+            with time_limit(limit):
+                result = fn(*args) or {}
+            entry.update(result)
+            entry['status'] = result.get('status', 'ok')
         except RehearsalStop as e:
             entry.update(status='rehearsal stop', where=str(e))
         except (Exception, SystemExit) as e:  # noqa: BLE001 - recorded (LMDeploy exits on a failed check)
@@ -92,6 +115,15 @@ class RehearsalStop(RuntimeError):
     pass
 
 
+def stage_limit(name: str, later=(), deadline: Optional[float] = None) -> int:
+    """``name``'s limit: its own, cut to the call's time left less what the stages still to run need."""
+    limit = LIMITS[name]
+    if deadline is not None:
+        left = deadline - time.time() - sum(min(RESERVE[n], LIMITS[n]) for n in later)
+        limit = min(limit, int(left))
+    return max(limit, 0)
+
+
 @contextlib.contextmanager
 def time_limit(seconds: int):
     def expire(*_):
@@ -109,20 +141,28 @@ def to_markdown(data: Dict) -> str:
     lines = [f"# GPU check ({'rehearsal, no GPU' if data['rehearse'] else 'device run'}), {data['date']}", '',
              f"Command: `{data['command']}`", '', '| stage | status | seconds | note |', '|---|---|---|---|']
     for name, s in data['stages'].items():
-        note = (s.get('error') or s.get('where') or '').splitlines()[0][:160] if s.get('status') != 'ok' else ''
+        note = ((s.get('error') or s.get('where') or '').splitlines() or [''])[0][:160] if s.get('status') != 'ok' else ''
         lines.append(f"| {name} | {s.get('status')} | {s.get('seconds')} | {note} |")
     oc = data['stages'].get('opencompass', {})
     if oc.get('bands'):
         lines += ['', '## Engines: plan vs LMDeploy', '',
-                  '| band | session_len plan / engine | max_batch_size plan / engine | KV blocks preflight / LMDeploy '
-                  '| predictions / samples | over-length | wall s plan / measured |', '|---|---|---|---|---|---|---|']
+                  '| band | session_len plan / handed to LMDeploy / engine | max_batch_size plan / handed / engine '
+                  '| KV blocks preflight / LMDeploy | predictions / samples | over-length | wall s plan / measured |',
+                  '|---|---|---|---|---|---|---|']
         for b in oc['bands']:
-            lines.append(f"| {b['band']} | {b['session_len_plan']} / {b.get('session_len_engine')} | "
-                         f"{b['max_batch_size_plan']} / {b.get('max_batch_size_engine')} | "
+            lines.append(f"| {b['band']} | {b['session_len_plan']} / {b.get('session_len_input')} / "
+                         f"{b.get('session_len_engine')} | {b['max_batch_size_plan']} / "
+                         f"{b.get('max_batch_size_input')} / {b.get('max_batch_size_engine')} | "
                          f"{b.get('kv_blocks_preflight')} / {b.get('kv_blocks_lmdeploy')} | "
                          f"{b.get('predictions')} / {b.get('rows_plan')} | {b.get('over_length')} | "
                          f"{b.get('seconds_plan')} / {b.get('seconds_measured')} |")
-        lines += ['', f"Engine starts: plan {oc.get('engine_starts_plan')}, LMDeploy {oc.get('engine_starts')}."]
+        lines += ['', f"Engine starts: plan {oc.get('engine_starts_plan')}, handed to LMDeploy "
+                  f"{oc.get('engine_inputs')}, built {oc.get('engine_starts')}."
+                  + (f" Stopped at the first CUDA call: {', '.join(oc['rehearsal_stops'])}."
+                     if oc.get('rehearsal_stops') else '')]
+        for b in oc['bands']:
+            lines.append(f"- {b['band']}: plan {b.get('seconds_plan_parts')} s; hf_overrides handed to LMDeploy: "
+                         f"{b.get('hf_overrides_input')}")
     bench = data['stages'].get('bench', {})
     if bench.get('prefill'):
         lines += ['', '## Throughput (LMDeploy pipeline, PyTorch engine)', '', '| what | tokens | batch | seconds | '
@@ -140,14 +180,25 @@ def to_markdown(data: Dict) -> str:
 
 # ---------------------------------------------------------------------------------------------- rehearsal
 SITECUSTOMIZE = f'''# written by bench/gpu_check.py --rehearse: no GPU here, so the first CUDA call stops the process
+# (LMDeploy's environment check, which only runs CUDA calls, is off: LMDEPLOY_ENABLE_CHECK_ENV=0; the device queries
+# LMDeploy makes before its engine's first stream answer as an H200 would, so the engine is built up to it)
 def _longctx_rehearsal():
     import traceback
+    import types
     import torch
     def stop(*args, **kwargs):
         where = ''.join(traceback.format_stack(limit=12)[:-1])
         raise RuntimeError({REHEARSAL_MARK!r} + ' (torch.cuda lazy init) at:\\n' + where)
+    class Stream:
+        def __new__(cls, *args, **kwargs):
+            stop()
     torch.cuda.is_available = lambda: True
     torch.cuda.device_count = lambda: 1
+    torch.cuda.current_device = lambda: 0
+    torch.cuda.get_device_properties = lambda *a, **k: types.SimpleNamespace(
+        name='NVIDIA H200 (rehearsal)', major=9, minor=0, total_memory=139 * 1024 ** 3, multi_processor_count=132)
+    torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
+    torch.cuda.Stream = Stream
     torch.cuda._lazy_init = stop
 try:
     _longctx_rehearsal()
@@ -193,7 +244,12 @@ def stage_model(model_dir: str, rehearse: bool) -> Dict:
     from opencompass_longctx.qwen_tokenizer_dir import build
     os.makedirs(model_dir, exist_ok=True)
     build(model_dir)
-    shutil.copy(MODEL_CONFIG, os.path.join(model_dir, 'config.json'))
+    with open(MODEL_CONFIG, encoding='utf-8') as f:
+        config = json.load(f)
+    # as published (Qwen2.5-7B-Instruct's config.json): without it transformers 5 warns of a Mistral tokenizer regex
+    config.setdefault('transformers_version', '4.43.1')
+    with open(os.path.join(model_dir, 'config.json'), 'w', encoding='utf-8') as f:
+        json.dump(config, f, indent=2)
     with open(os.path.join(model_dir, 'generation_config.json'), 'w', encoding='utf-8') as f:
         json.dump({'bos_token_id': 151643, 'eos_token_id': [151645, 151643], 'pad_token_id': 151643,
                    'do_sample': False}, f)
@@ -207,8 +263,22 @@ def stage_model(model_dir: str, rehearse: bool) -> Dict:
     if rehearse:
         import torch
         torch.empty(1, device='cuda')      # the device run's first CUDA call: stops here in a rehearsal
-    out.update(write_random_weights(model_dir, shapes))
+    out.update(existing_weights(model_dir, shapes) or write_random_weights(model_dir, shapes))
     return out
+
+
+def existing_weights(model_dir: str, shapes: Dict[str, tuple]) -> Optional[Dict]:
+    """The weights a previous call on the same (warm) machine wrote, when complete: ~15 GB not written again."""
+    index = os.path.join(model_dir, 'model.safetensors.index.json')
+    if not os.path.isfile(index):
+        return None
+    with open(index, encoding='utf-8') as f:
+        weight_map = json.load(f).get('weight_map', {})
+    files = sorted(set(weight_map.values()))
+    if set(weight_map) != set(shapes) or not all(os.path.isfile(os.path.join(model_dir, n)) for n in files):
+        return None
+    total = sum(_numel(s) * 2 for s in shapes.values())
+    return {'weight_files': len(files), 'weights_gib': round(total / GIB, 2), 'weights_reused': True}
 
 
 def _numel(shape) -> int:
@@ -313,14 +383,14 @@ def stage_data(config_path: str) -> Dict:
     return {'datasets': built, 'rows': sum(b['rows'] for b in built.values())}
 
 
-def stage_opencompass(config_path: str, work: str, env: Dict) -> Dict:
+def stage_opencompass(config_path: str, work: str, env: Dict, rehearse: bool = False) -> Dict:
     log = os.path.join(work, 'opencompass.log')
     cmd = [sys.executable, '-m', 'opencompass.cli.main', config_path, '--max-num-workers', '1']   # = `opencompass`
     start = time.time()
     with open(log, 'w', encoding='utf-8') as f:
         p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=ROOT, start_new_session=True)
         try:
-            rc = p.wait(timeout=LIMITS['opencompass'] - 15)
+            rc = p.wait(timeout=max((CURRENT['limit'] or LIMITS['opencompass']) - 15, 1))
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)
             rc = 'killed at the stage limit'
@@ -329,9 +399,32 @@ def stage_opencompass(config_path: str, work: str, env: Dict) -> Dict:
     if not runs:
         raise RuntimeError(f'opencompass wrote no run directory (rc {rc}); see {log}: ' + _tail(log))
     out.update(compare_run(runs[-1]))
-    if rc != 0 and not out.get('rehearsal_stops'):
-        raise RuntimeError(f'opencompass exited with {rc}; see {log}: ' + _tail(log))
+    out.update(judge_run(out, rehearse))
+    if out['status'] == 'failed' and rc != 0:
+        out['error'] = f"opencompass exited with {rc}; {out['error']}; see {log}: " + _tail(log)
     return out
+
+
+def judge_run(out: Dict, rehearse: bool) -> Dict:
+    """The stage's status: OpenCompass exits 0 when its tasks fail, so the bands say. A rehearsal must have stopped
+    every band at LMDeploy's first CUDA call, with the plan's engine handed to LMDeploy; a device run must have built
+    every band's engine and written every dataset's predictions."""
+    bands = out.get('bands', [])
+    if rehearse:
+        bad = [b['band'] for b in bands if b['band'] not in out.get('rehearsal_stops', [])
+               or b.get('session_len_input') != b['session_len_plan']
+               or b.get('max_batch_size_input') != b['max_batch_size_plan']]
+        if bands and not bad:
+            return {'status': 'rehearsal stop', 'where': "first CUDA call (LMDeploy's engine) in every band's task ("
+                    + ', '.join(b['band'] for b in bands) + "), each handed the plan's session_len/max_batch_size"}
+        return {'status': 'failed', 'error': f'bands not stopped at the first CUDA call with the plan\'s engine: '
+                f'{bad or "no bands"}'}
+    bad = [b['band'] for b in bands if not b.get('engines_built') or b.get('datasets_missing')
+           or not b.get('engine_matches_plan')]
+    if bands and not bad:
+        return {'status': 'ok'}
+    return {'status': 'failed', 'error': f'bands without an engine as planned or with predictions missing: '
+            f'{bad or "no bands"}'}
 
 
 def _tail(path: str, n: int = 1500) -> str:
@@ -353,6 +446,18 @@ def parse_engine_log(text: str) -> List[Dict]:
     return engines
 
 
+def parse_engine_inputs(text: str) -> List[Dict]:
+    """Each engine config the package handed LMDeploy (logged before the engine is built)."""
+    out = []
+    for m in RE_INPUT.finditer(text):
+        fields = dict(re.findall(r'(\w+)=([^,()]+)', m.group(1)))
+        hf = re.search(r'hf_overrides=(None|\{.*?\}\})', m.group(1))
+        out.append({'session_len': _int(fields.get('session_len')),
+                    'max_batch_size': _int(fields.get('max_batch_size')),
+                    'hf_overrides': hf.group(1) if hf else None})
+    return out
+
+
 def _int(v) -> Optional[int]:
     try:
         return int(str(v).strip())
@@ -365,20 +470,26 @@ def compare_run(run_dir: str) -> Dict:
     with open(os.path.join(run_dir, 'plan', 'longctx_plan.json'), encoding='utf-8') as f:
         plan = json.load(f)
     tasks = [t for t in plan['task_list'] if t.get('engine')]
-    bands, starts, stops = [], 0, []
+    bands, starts, handed, stops = [], 0, 0, []
     for t in tasks:
         eng = t['engine']
         logs = sorted(glob.glob(os.path.join(run_dir, 'logs', 'infer', t['model'], '*.out')))
         text = ''.join(open(p, encoding='utf-8', errors='replace').read() for p in logs
                        if _band_log(p, t))
         built = parse_engine_log(text)
+        inputs = parse_engine_inputs(text)
         starts += len(built)
+        handed += len(inputs)
         if REHEARSAL_MARK in text or NO_DRIVER in text:
             stops.append(t['band'])
         b = {'band': t['band'], 'session_len_plan': eng['session_len'], 'max_batch_size_plan': eng['max_batch_size'],
              'rows_plan': t['rows'],
              'seconds_plan': round(sum(t['seconds'][k] for k in ('start', 'prefill', 'decode')), 1),
-             'engines_built': len(built)}
+             'seconds_plan_parts': {k: round(t['seconds'][k], 1) for k in ('start', 'prefill', 'decode')},
+             'prompt_tokens_plan': t.get('prompt_tokens'), 'engines_built': len(built)}
+        if inputs:
+            b.update(session_len_input=inputs[0]['session_len'], max_batch_size_input=inputs[0]['max_batch_size'],
+                     hf_overrides_input=inputs[0]['hf_overrides'])
         if eng.get('kv_budget_gib_per_gpu') and eng.get('kv_bytes_per_token'):
             b['kv_blocks_preflight'] = int(eng['kv_budget_gib_per_gpu'] * GIB // (eng['kv_bytes_per_token'] * 64))
         if built:
@@ -394,7 +505,7 @@ def compare_run(run_dir: str) -> Dict:
         b.update(count_predictions(run_dir, t))
         bands.append(b)
     return {'run_dir': run_dir, 'engine_starts_plan': len(tasks),
-            'engine_starts': starts, 'bands': bands, 'rehearsal_stops': stops,
+            'engine_starts': starts, 'engine_inputs': handed, 'bands': bands, 'rehearsal_stops': stops,
             'plan_gpu_hours': round(sum(t['gpu_hours'] for t in tasks), 4)}
 
 
@@ -449,7 +560,11 @@ def stage_bench(model_dir: str, batch: int, rehearse: bool) -> Dict:
         gen = GenerationConfig(max_new_tokens=new, min_new_tokens=new, ignore_eos=True, do_sample=False)
         t = time.time()
         res = pipe(prompts, gen_config=gen, do_preprocess=False)
-        return time.time() - t, res
+        secs = time.time() - t
+        bad = [r for r in res if r.finish_reason == 'error' or getattr(r, 'error_code', None)]
+        if bad:     # an error response is an empty answer with no compute: its timing would be meaningless
+            raise RuntimeError(f'LMDeploy answered {len(bad)} of {len(res)} prompts with an error: {bad[0]!r}'[:1000])
+        return secs, res
 
     def prompt(n, i=0):
         return f'{i}:' + ' the' * (n - 2)
@@ -506,11 +621,26 @@ def main(argv=None) -> int:
     ap.add_argument('--long-tier', default='128k')
     ap.add_argument('--samples', type=int, default=1, help='samples per dataset at the short tiers')
     ap.add_argument('--stages', default='env,model,data,opencompass,bench')
+    ap.add_argument('--limits', default='', help='stage limits in seconds, e.g. opencompass=300,bench=90 (defaults: '
+                    + ','.join(f'{k}={v}' for k, v in LIMITS.items()) + ')')
+    ap.add_argument('--call-seconds', type=float, default=float(os.environ.get('LONGCTX_GPU_CALL_S') or 600),
+                    help='the device call\'s limit, counted from $LONGCTX_GPU_T0 (set by gpu_check.sh before the '
+                    'install; else from now): no stage runs past it (0: no call limit)')
+    ap.add_argument('--bench-batch', type=int, default=None,
+                    help="the bench stage's decode batch (default: the short band's max_batch_size in the "
+                    "opencompass stage's plan, else 8)")
     args = ap.parse_args(argv)
     stages = args.stages.split(',')
     unknown = sorted(set(stages) - set(LIMITS))
     if unknown:
         ap.error(f'unknown stage(s) {unknown}; known: {sorted(LIMITS)}')
+    for item in filter(None, args.limits.split(',')):
+        k, _, v = item.partition('=')
+        if k not in LIMITS or not v.isdigit():
+            ap.error(f'--limits: {item!r} is not STAGE=SECONDS with a stage of {sorted(LIMITS)}')
+        LIMITS[k] = int(v)
+    t0 = float(os.environ.get('LONGCTX_GPU_T0') or time.time())
+    deadline = t0 + args.call_seconds - CALL_MARGIN if args.call_seconds > 0 else None
     work = os.path.abspath(args.work)
     model_dir, data_dir = os.path.join(work, 'model'), os.path.join(work, 'data')
     os.makedirs(data_dir, exist_ok=True)
@@ -518,6 +648,7 @@ def main(argv=None) -> int:
         shutil.rmtree(os.path.join(work, 'runs'))
     env = dict(os.environ, LMDEPLOY_LOG_LEVEL='INFO', PYTHONUNBUFFERED='1')
     if args.rehearse:
+        os.environ['LMDEPLOY_ENABLE_CHECK_ENV'] = env['LMDEPLOY_ENABLE_CHECK_ENV'] = '0'   # see SITECUSTOMIZE
         site = rehearsal_site(work)
         env['PYTHONPATH'] = site + os.pathsep + env.get('PYTHONPATH', '')
         sys.path.insert(0, site)
@@ -528,17 +659,20 @@ def main(argv=None) -> int:
     config = os.path.join(work, 'eval_gpu_check.py')
     with open(config, 'w', encoding='utf-8') as f:
         f.write(eval_config(model_dir, data_dir, args.tiers.split(','), args.long_tier, args.samples, args.rehearse))
-    report = Report(args.out, args.rehearse)
+    report = Report(args.out, args.rehearse, deadline)
+    report.data['limits'] = dict(LIMITS, call_seconds=args.call_seconds)
     shutil.copy(config, os.path.join(args.out, 'eval_gpu_check.py'))
     run = {'env': (stage_env, args.rehearse), 'model': (stage_model, model_dir, args.rehearse),
-           'data': (stage_data, config), 'opencompass': (stage_opencompass, config, work, env)}
-    for name in stages:
+           'data': (stage_data, config), 'opencompass': (stage_opencompass, config, work, env, args.rehearse)}
+    for i, name in enumerate(stages):
+        later = stages[i + 1:]
         if name == 'bench':
             oc = report.data['stages'].get('opencompass', {})
             short = next((b for b in oc.get('bands', []) if b['session_len_plan'] <= 40000), {})
-            report.stage('bench', stage_bench, model_dir, int(short.get('max_batch_size_plan') or 8), args.rehearse)
+            batch = args.bench_batch or int(short.get('max_batch_size_plan') or 8)
+            report.stage('bench', stage_bench, model_dir, batch, args.rehearse, later=later)
         else:
-            report.stage(name, *run[name])
+            report.stage(name, *run[name], later=later)
     report.data['cost_model_lines'] = cost_model_lines(report.data)
     report.write()
     print(to_markdown(report.data))

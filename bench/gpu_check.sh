@@ -18,6 +18,7 @@ if ! ls "$HOUSE"/*.whl >/dev/null 2>&1; then
   exit 2
 fi
 t0=$(date +%s)
+export LONGCTX_GPU_T0=$t0   # bench/gpu_check.py keeps every stage inside the call's 600 s from here
 "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$HOUSE"/*.whl \
   || { echo "installing the wheelhouse failed" >&2; exit 3; }
 # this checkout, as it is now (not a wheel built earlier): OpenCompass's task subprocesses import it from $SITE
