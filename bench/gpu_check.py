@@ -59,6 +59,7 @@ GIB = 1024 ** 3
 RE_BACKEND = re.compile(r'updated backend_config=PytorchEngineConfig\((.*?)\)\s*$', re.M)
 # what the package handed LMDeploy (async_engine.py:133): logged before the engine is built, so a rehearsal has it
 RE_INPUT = re.compile(r'input backend=pytorch, backend_config=PytorchEngineConfig\((.*?)\)\s*$', re.M)
+RE_COUNTS_DIFFER = re.compile(r'longctx: token counts differ between the engine and the over-length check for (\d+) of')
 RE_CACHE = re.compile(r'Building CacheEngine with config: \s*CacheConfig\((.*?)\)\.', re.S)
 
 
@@ -147,15 +148,15 @@ def to_markdown(data: Dict) -> str:
     if oc.get('bands'):
         lines += ['', '## Engines: plan vs LMDeploy', '',
                   '| band | session_len plan / handed to LMDeploy / engine | max_batch_size plan / handed / engine '
-                  '| KV blocks preflight / LMDeploy | predictions / samples | over-length | wall s plan / measured |',
-                  '|---|---|---|---|---|---|---|']
+                  '| KV blocks preflight / LMDeploy | predictions / samples | over-length | wall s plan / measured '
+                  '| prompts counted differently by the engine |', '|---|---|---|---|---|---|---|---|']
         for b in oc['bands']:
             lines.append(f"| {b['band']} | {b['session_len_plan']} / {b.get('session_len_input')} / "
                          f"{b.get('session_len_engine')} | {b['max_batch_size_plan']} / "
                          f"{b.get('max_batch_size_input')} / {b.get('max_batch_size_engine')} | "
                          f"{b.get('kv_blocks_preflight')} / {b.get('kv_blocks_lmdeploy')} | "
                          f"{b.get('predictions')} / {b.get('rows_plan')} | {b.get('over_length')} | "
-                         f"{b.get('seconds_plan')} / {b.get('seconds_measured')} |")
+                         f"{b.get('seconds_plan')} / {b.get('seconds_measured')} | {b.get('token_counts_differ')} |")
         lines += ['', f"Engine starts: plan {oc.get('engine_starts_plan')}, handed to LMDeploy "
                   f"{oc.get('engine_inputs')}, built {oc.get('engine_starts')}."
                   + (f" Stopped at the first CUDA call: {', '.join(oc['rehearsal_stops'])}."
@@ -502,6 +503,8 @@ def compare_run(run_dir: str) -> Dict:
                                         and e['max_batch_size'] == eng['max_batch_size'])
         m = re.search(r'time elapsed: ([\d.]+)s', text)
         b['seconds_measured'] = float(m.group(1)) if m else None
+        # prompts the engine counted differently from the over-length check (opencompass_longctx/models/responses.py)
+        b['token_counts_differ'] = sum(int(n) for n in RE_COUNTS_DIFFER.findall(text))
         b.update(count_predictions(run_dir, t))
         bands.append(b)
     return {'run_dir': run_dir, 'engine_starts_plan': len(tasks),

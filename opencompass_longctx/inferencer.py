@@ -67,6 +67,8 @@ class LongCtxGenInferencer(GenInferencer):
             unsent = [None if ok else ENGINE_TOO_SMALL if window and n <= window else OVER_LENGTH
                       for n, ok in zip(need, fits)]
             keep = [t for t, ok in zip(templates, fits) if ok]
+            # the count each sent prompt was judged by: the LMDeploy wrapper compares it with the engine's own
+            model.sent_token_counts = [n - max_out_len for n, ok in zip(need, fits) if ok]
             outs = iter(real_generate(keep, max_out_len=max_out_len, **kw) if keep else [])
             stats['sent'] += len(keep)
             stats['engine'] += unsent.count(ENGINE_TOO_SMALL)
@@ -79,6 +81,7 @@ class LongCtxGenInferencer(GenInferencer):
             return super().inference(*args, **kwargs)
         finally:
             del model.generate_from_template, model.get_token_len, model.model_window
+            model.__dict__.pop('sent_token_counts', None)
             total = stats['over'] + stats['engine'] + stats['sent']
             get_logger().info(f'over-length policy {self.overlength!r}: {stats["over"]} of {total} prompts longer '
                               f'than max_seq_len {limit} minus max_out_len were not sent to the model')

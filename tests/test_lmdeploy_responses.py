@@ -88,6 +88,28 @@ def test_each_lmdeploy_error_response_becomes_the_marker_it_means(double):
     assert m.pipe.counts == {ENGINE_ERROR: 2}
 
 
+def test_the_engines_token_counts_are_compared_with_the_checks(double, caplog, monkeypatch):
+    import logging
+
+    from lmdeploy import GenerationConfig
+
+    from opencompass_longctx.models import responses
+    monkeypatch.setattr(responses, 'get_logger', lambda: logging.getLogger('longctx-test'))   # caplog sees it
+    m = double(None)
+    rendered = [m.tokenizer.apply_chat_template([{'role': 'user', 'content': p}], add_generation_prompt=True,
+                                                tokenize=False) for p in (SHORT, LONG)]
+    exact = [m.get_token_len(p) for p in (SHORT, LONG)]      # the wrapper's count, as the over-length check takes it
+    m.sent_token_counts = exact
+    outs = m.pipe(rendered, gen_config=GenerationConfig(max_new_tokens=8), do_preprocess=False)
+    assert [o.input_token_len for o in outs] == exact and not m.pipe.counts_differ     # one tokenizer layer
+    assert 'token counts differ' not in caplog.text
+    m.sent_token_counts = [exact[0] - 2, exact[1]]               # a check that counted two tokens fewer
+    m.pipe(rendered, gen_config=GenerationConfig(max_new_tokens=8), do_preprocess=False)
+    assert m.pipe.counts_differ == {2: 1}
+    assert 'token counts differ between the engine and the over-length check for 1 of 2 prompts (engine minus ' \
+           'check: +2 x1)' in caplog.text
+
+
 def test_engine_errors_are_counted_left_out_and_make_the_tier_table_cell_missing():
     from datasets import Dataset
 
@@ -149,6 +171,9 @@ def test_error_responses_through_the_real_pipeline(tmp_path, tiny_model_dir):
     text = open(refusing_log).read()
     assert "error_code='context_length_exceeded'" in text and 'must be smaller than the model context length (1500)' \
         in text and KV_FULL in text
+    # every answered prompt: the engine counted the tokens the over-length check counted (BABILong, LongBioBench's
+    # continued answer prefix, NoLiMa), through the real pipeline
+    assert 'token counts differ' not in text
 
     # every request failing: the engine-error marker in every prediction, counted by each of the three evaluators
     for abbr in abbrs:

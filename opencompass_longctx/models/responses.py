@@ -38,6 +38,13 @@ with the special tokens kept (``<|channel|>analysis<|message|>...<|end|><|start|
 <|message|>answer``), as the model wrote it: :func:`opencompass_longctx.reasoning.strip_trace` then keeps the final
 channel, and a trace that never reached it is an empty, counted-wrong prediction.
 
+Token counts: the over-length check judged each prompt by the wrapper's count (its tokenizer after the chat
+template); the engine counts the rendered text with LMDeploy's tokenizer (``Response.input_token_len``). Where
+``LongCtxGenInferencer`` gives the counts it used (``model.sent_token_counts``), :class:`ResponsePipe` compares
+them per prompt and logs each batch where they differ (``longctx: token counts differ``: engine minus check, and
+how often); ``counts_differ`` keeps the tally. Equal counts mean one tokenizer layer: the check sees what the model
+sees.
+
 Each mapped response is logged (``longctx: engine error response ...``: the error code, LMDeploy's message, the
 marker given); the engine errors at ERROR level.
 """
@@ -120,7 +127,7 @@ class ResponsePipe:
     """
 
     def __init__(self, pipe, model):
-        self.pipe, self.model, self.counts = pipe, model, Counter()
+        self.pipe, self.model, self.counts, self.counts_differ = pipe, model, Counter(), Counter()
         keep_out_of_memory(getattr(pipe, 'async_engine', None))
         self.harmony = detokenizes_harmony(getattr(pipe, 'async_engine', None))
 
@@ -131,8 +138,25 @@ class ResponsePipe:
         window, limit = getattr(self.model, 'model_window', None), getattr(self.model, 'max_seq_len', None)
         return window if window and (not limit or window > limit) else None
 
+    def _compare_counts(self, outputs):
+        """The engine's prompt counts against the ones the over-length check used (module doc)."""
+        checked = getattr(self.model, 'sent_token_counts', None)
+        if not checked or len(checked) != len(outputs):
+            return
+        diffs = Counter(out.input_token_len - n for out, n in zip(outputs, checked)
+                        if out.input_token_len and not out.error_code)
+        diffs.pop(0, None)
+        if diffs:
+            self.counts_differ.update(diffs)
+            get_logger().warning(
+                'longctx: token counts differ between the engine and the over-length check for '
+                f'{sum(diffs.values())} of {len(outputs)} prompts (engine minus check: '
+                + ', '.join(f'{d:+d} x{k}' for d, k in sorted(diffs.items())) + '); the check uses the wrapper\'s '
+                'tokenizer after the chat template, the engine LMDeploy\'s on the rendered text')
+
     def __call__(self, prompts, gen_config=None, **kwargs):
         outputs = self.pipe(prompts, gen_config=gen_config, **kwargs)
+        self._compare_counts(outputs if isinstance(outputs, list) else [outputs])
         for out in outputs if isinstance(outputs, list) else [outputs]:
             max_new = getattr(gen_config, 'max_new_tokens', 0)
             marker = marker_for(out, max_new, self._window())
