@@ -27,9 +27,10 @@ def test_moe_qwen3_30b_a3b():
     # 48 layers x 4 KV heads x (128 K + 128 V) x 2 bytes = 98,304 bytes per token (96 KiB); 1M tokens: 91.55 GiB
     assert G.kv_bytes_per_token(cfg) == 48 * 4 * 256 * 2 == 98304
     assert G.kv_bytes_per_token(cfg) * 2 ** 20 / GIB == 96.0
-    # compute with the 3.3e9 active parameters, not the 30.5e9 total: 2 x 3.3e9 x L + 2 x 48 x 2048 x L^2
+    # compute with the 3.3e9 active parameters, not the 30.5e9 total, and attention over 32 query heads x 128
+    # (4096, not the hidden size 2048): 2 x 3.3e9 x L + 2 x 48 x 4096 x L^2
     p = G.compute_profile(dict(cfg, active_params=3.3e9), 30.5e9)
-    assert G.prefill_flops(p, 1000) == 2 * 3.3e9 * 1000 + 2 * 48 * 2048 * 1000 ** 2
+    assert G.prefill_flops(p, 1000) == 2 * 3.3e9 * 1000 + 2 * 48 * 4096 * 1000 ** 2
     # decode reads the active share of the weights: 61e9 x 3.3 / 30.5 = 6.6e9 bytes, plus the KV of the context
     assert G.decode_bytes(p, 61e9, 30.5e9, 1, 1000) == pytest.approx(6.6e9 + 98304 * 1000)
 
@@ -41,9 +42,10 @@ def test_sliding_gpt_oss_and_gemma3():
     assert G.kv_bytes_per_token(oss) == 24 * 8 * (64 + 64) * 2 == 49152
     p = G.compute_profile(dict(oss, active_params=3.6e9), 20.9e9)
     assert p['context_kv_bytes'] == p['window_kv_bytes'] == 12 * 8 * 128 * 2 == 24576
-    # attention: 12 full layers over L^2, 12 sliding layers over L x 128
+    # attention (64 query heads x 64 = 4096 wide, not the hidden size 2880): 12 full layers over L^2, 12 sliding
+    # layers over L x 128
     L_ = 10_000
-    assert G.prefill_flops(p, L_) == 2 * 3.6e9 * L_ + 2 * 12 * 2880 * L_ ** 2 + 2 * 12 * 2880 * L_ * 128
+    assert G.prefill_flops(p, L_) == 2 * 3.6e9 * L_ + 2 * 12 * 4096 * L_ ** 2 + 2 * 12 * 4096 * L_ * 128
     # one decode step at context 10,000: the full layers read 10,000 tokens of KV, the sliding ones 128
     assert G.decode_bytes(p, 13.8e9, 20.9e9, 1, L_) == pytest.approx(13.8e9 * 3.6 / 20.9 + 24576 * (L_ + 128))
     gemma = published('gemma-3-27b-it')        # sliding_window_pattern 6: layers 6, 12, ..., 60 are global
@@ -92,7 +94,7 @@ def test_cost_model_uses_active_parameters():
     ld = SimpleNamespace(tokens_per_row=100_000, ratio=None, rows=10, max_out_len=0)
     s = C.task_seconds([ld], engine, cm)
     flops = 2 * 312e12 * 0.4
-    assert s['prefill'] == pytest.approx(10 * (2 * 3.3e9 * 1e5 + 2 * 48 * 2048 * 1e10) / flops)
+    assert s['prefill'] == pytest.approx(10 * (2 * 3.3e9 * 1e5 + 2 * 48 * 4096 * 1e10) / flops)
     dense = dict(engine, compute=None)    # the arithmetic of before: all 30.5e9 parameters
     assert C.task_seconds([ld], dense, cm)['prefill'] == pytest.approx(
         10 * (2 * 30.5e9 * 1e5 + 2 * 48 * 2048 * 1e10) / flops)
@@ -102,3 +104,22 @@ def test_unknown_layer_type_is_a_clear_error():
     with pytest.raises(G.GeometryError, match='layer_types'):
         G.layer_groups(dict(num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, head_dim=8,
                             hidden_size=16, layer_types=['full_attention', 'chunked_attention']))
+
+
+@pytest.mark.parametrize('abbr, width', [
+    ('llama-3.1-8b-instruct', 32 * 128), ('qwen2.5-7b-instruct', 28 * 128), ('glm-4-9b-chat-1m', 32 * 128),
+    ('qwen3-30b-a3b-instruct-2507', 32 * 128), ('qwen3-next-80b-a3b-instruct', 16 * 256),
+    ('gpt-oss-20b', 64 * 64), ('gemma-3-27b-it', 32 * 128),
+    ('deepseek-v2-lite-chat', 16 * (512 + 64 + 512) / 2)])   # MLA compressed: scores over 576, values over 512
+def test_attention_flops_use_query_heads_times_head_dim(abbr, width):
+    """Causal attention costs 2 x heads x head_dim x L^2 per layer: hidden_size only where heads x head_dim equals
+    it (the older rows), not for the 2025 models (hidden 2048 for Qwen3-30B-A3B and Qwen3-Next, 2880 for gpt-oss)."""
+    cfg = published(abbr)
+    p = G.compute_profile(cfg, 1e9)
+    assert G.attention_width(cfg) == p['attn_width'] == width
+    L = 131072
+    attn = G.prefill_flops(p, L) - 2 * p['active_params'] * L
+    assert attn == pytest.approx(2 * width * L * (p['attn_layers'] * L + p['sliding_layers'] * min(L, p['window'])))
+    if G.text_config(cfg)['hidden_size'] == width:       # the older rows: the formula of before
+        old = dict(p, attn_width=None)
+        assert G.prefill_flops(old, L) == G.prefill_flops(p, L)

@@ -151,3 +151,19 @@ def test_a_band_within_the_native_window_stops_at_it():
     assert 'hf_overrides' not in recipe.band_engine_config(task.model_cfg, task.model_cfg['engine_config'])
     (d,) = task.dataset_cfgs
     assert d['infer_cfg']['inferencer']['model_window'] == model['max_seq_len'] > 32768
+
+
+def test_turbomind_drops_gpt_oss_yarn_truncate_and_every_tier_is_marked():
+    """gpt-oss's config.json asks for YaRN without rounding the correction range (truncate: false); TurboMind 0.18's
+    parse_rope_param has no such field (its rope setup rounds, as the original YaRN). The row marks every tier.
+    When LMDeploy reads the field this test fails: drop the caveat then."""
+    published = json.loads((DATA / 'gpt-oss-20b.json').read_text())
+    assert published['rope_scaling']['truncate'] is False
+    utils = turbomind_parse_rope_param()
+    cfg = types.SimpleNamespace(**published)
+    rope, _ = utils.parse_rope_param(utils.source_model_config(cfg), published['head_dim'])
+    assert (rope.type, rope.factor) == ('yarn', 32.0)
+    assert not any('truncate' in name for name in vars(rope))
+    row = shipped()['gpt-oss-20b']
+    for tier_tokens in (0, 4096, 131072):
+        assert any('truncate=false' in r for r in recipe.caveats(row, tier_tokens))

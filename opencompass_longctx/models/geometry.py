@@ -152,18 +152,38 @@ def compute_profile(cfg: Dict, total_params: float, value_bytes: float = BF16) -
                  for g in groups if g['kind'] != 'linear'}
     sliding = [g for g in groups if g['kind'] == 'sliding']
     return dict(active_params=float(cfg.get('active_params') or c.get('active_params') or total_params),
-                hidden=int(c.get('hidden_size') or 0),
+                hidden=int(c.get('hidden_size') or 0), attn_width=attention_width(cfg),
                 attn_layers=sum(g['count'] for g in groups if g['kind'] in ('full', 'mla')),
                 sliding_layers=sum(g['count'] for g in sliding), window=sliding[0]['window'] if sliding else 0,
                 context_kv_bytes=per_token.get('full', 0.0) + per_token.get('mla', 0.0),
                 window_kv_bytes=per_token.get('sliding', 0.0), state_bytes=state_bytes_per_seq(cfg))
 
 
+def attention_width(cfg: Dict) -> float:
+    """Query heads x the mean of the score (QK) and value (AV) head dims: causal attention over L tokens costs
+    2 x width x L^2 FLOPs per layer (QK^T and AV, 2 x width x L^2 each, halved by the mask). Dense and sliding
+    layers: heads x head_dim, which is ``hidden_size`` for the older models but not for most 2025 ones (Qwen3-30B-A3B
+    and Qwen3-Next 4096 against hidden 2048, gpt-oss 4096 against 2880, Gemma-3 4096 against 5376). MLA as LMDeploy
+    runs it, in the compressed form in prefill too (pytorch/models/deepseek_v2.py: scores over kv_lora_rank +
+    qk_rope_head_dim, values over kv_lora_rank): heads x (2 x kv_lora_rank + qk_rope_head_dim) / 2."""
+    c = text_config(cfg)
+    heads = int(c.get('num_attention_heads') or 0)
+    hidden = int(c.get('hidden_size') or 0)
+    if not heads:
+        return float(hidden)
+    if c.get('kv_lora_rank'):
+        return heads * (2 * c['kv_lora_rank'] + c.get('qk_rope_head_dim', 0)) / 2
+    head_dim = c.get('head_dim') or c.get('kv_channels') or hidden / heads
+    return float(heads * head_dim)
+
+
 def prefill_flops(p: Dict, L: float) -> float:
-    """FLOPs of one prompt of L tokens: 2 x active params x L + causal attention, 2 x hidden x L^2 per full layer
-    and 2 x hidden x L x min(L, window) per sliding layer."""
-    return (2 * p['active_params'] * L + 2 * p['attn_layers'] * p['hidden'] * L * L
-            + 2 * p['sliding_layers'] * p['hidden'] * L * min(L, p['window']))
+    """FLOPs of one prompt of L tokens: 2 x active params x L + causal attention, 2 x width x L^2 per full layer
+    and 2 x width x L x min(L, window) per sliding layer (width: :func:`attention_width`; ``hidden`` for a profile
+    made from totals only)."""
+    width = p.get('attn_width') or p['hidden']
+    return (2 * p['active_params'] * L + 2 * p['attn_layers'] * width * L * L
+            + 2 * p['sliding_layers'] * width * L * min(L, p['window']))
 
 
 def decode_bytes(p: Dict, weights: float, total_params: float, batch: int, context: float) -> float:

@@ -4,10 +4,11 @@
 #
 # Time of one inference task (one engine, on `tp` GPUs of one kind):
 #   start      = subprocess_import_s + engine_start_s
-#   prefill    = sum over prompts of (2 * active_params * L + 2 * full_layers * hidden * L^2
-#                + 2 * sliding_layers * hidden * L * min(L, window)) / (tp * bf16_tflops * prefill_mfu)
+#   prefill    = sum over prompts of (2 * active_params * L + 2 * full_layers * width * L^2
+#                + 2 * sliding_layers * width * L * min(L, window)) / (tp * bf16_tflops * prefill_mfu)
 #                (matmuls with the parameters a token uses, MoE: its experts; causal attention over the full layers,
-#                windowed layers capped at their window; L = prompt tokens; opencompass_longctx/models/geometry.py)
+#                windowed layers capped at their window; width = query heads x head dim, MLA in LMDeploy's
+#                compressed form; L = prompt tokens; opencompass_longctx/models/geometry.py attention_width)
 #   decode     = per batch of b prompts, out_tokens steps of (weights x active/total + b x (KV of the context over
 #                full layers + KV of the window over sliding layers + fixed state)) / tp read from HBM at
 #                hbm_tbps * decode_bw_efficiency (decoding is memory-bound). Dense models: all params, all layers.

@@ -106,6 +106,11 @@ LONGCTX_LMDEPLOY_MODELS += [
     dict(abbr='gpt-oss-20b', hf_id='openai/gpt-oss-20b', native_window=131072, window=131072, max_tier='128k', tp=1,
          max_batch_size=1, cache_max_entry_count=0.8, engine=dict(), rope=dict(type='yarn', factor=32.0, original=4096),
          thinks=True, active_params=3.6e9, checkpoint_bytes=13.8e9,
+         # every tier: TurboMind 0.18 has no YaRN `truncate` (its PyTorch engine, which reads it, cannot load MXFP4)
+         caveats=[dict(above=-1, reason="TurboMind 0.18 ignores YaRN truncate=false in gpt-oss's config.json "
+                                        '(turbomind/models/utils.py parse_rope_param has no such field; its rope '
+                                        'setup rounds the correction range, 8.09-17.40 -> 8-18): the frequencies '
+                                        'of that ramp differ from the reference at every length')],
          arch=dict(architectures=['GptOssForCausalLM'], num_hidden_layers=24, num_attention_heads=64,
                    num_key_value_heads=8, head_dim=64, hidden_size=2880, intermediate_size=2880,
                    num_local_experts=32, num_experts_per_tok=4,
@@ -115,7 +120,8 @@ LONGCTX_LMDEPLOY_MODELS += [
                 'sliding/full alternating, window 128, 64/8 heads x 64, 32 experts top-4, YaRN x32 over 4096)',
          note='MoE 20.9B / 3.6B active, MXFP4 experts; half its layers slide over 128 tokens; thinks'),
     # Hybrid: 36 Gated DeltaNet layers and 12 full-attention layers (one in four), MoE 512 experts (10 per token).
-    # The PyTorch engine (Qwen3NextForCausalLM is only in its module map); needs flash-linear-attention (fla).
+    # The PyTorch engine (Qwen3NextForCausalLM is only in its module map); its Gated DeltaNet kernels need
+    # flash-linear-attention (fla) and tilelang (pytorch/backends/cuda/gated_delta_rule.py; LMDeploy pulls both).
     dict(abbr='qwen3-next-80b-a3b-instruct', hf_id='Qwen/Qwen3-Next-80B-A3B-Instruct', native_window=262144,
          window=262144, max_tier='256k', tp=4, max_batch_size=1, cache_max_entry_count=0.8, engine=dict(),
          backend='pytorch', rope=dict(type='default'), thinks=False, active_params=3.9e9,
