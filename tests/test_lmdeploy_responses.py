@@ -194,3 +194,15 @@ def test_error_responses_through_the_real_pipeline(tmp_path, tiny_model_dir):
     c = cells[('double-refusing', 'longbio', 'understanding', '0k')]
     assert c['status'] == 'missing' and '1 of 1 samples fit the model but not the engine' in c['reason'], c
     assert cells[('double-refusing', 'nolima', 'main', '250')]['status'] == 'ok'
+
+
+def test_lmdeploy_log_settings_from_the_environment_do_not_break_requests(double, monkeypatch):
+    """LMDEPLOY_MAX_LOG_LEN comes from the environment as a string; LMDeploy slices each prompt with it when it logs
+    requests (level REQUEST, 15: lmdeploy/logger.py RequestLogger, with LMDEPLOY_LOG_LEVEL=DEBUG or REQUEST): the
+    model hands it on as an int, or every request would be an engine error."""
+    monkeypatch.setenv('LMDEPLOY_MAX_LOG_LEN', '100')
+    monkeypatch.setenv('LMDEPLOY_LOG_LEVEL', 'REQUEST')
+    m = double(None)
+    assert m.pipe.async_engine is not None
+    (answer,) = m.generate([SHORT], max_out_len=8)
+    assert answer and not answer.startswith('[opencompass-longctx'), answer
