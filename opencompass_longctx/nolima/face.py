@@ -86,4 +86,7 @@ BENCHMARK = BenchmarkFace(
                          Row('main two-hop', ('main',), detail_filter=('question_type', 'twohop')))
                    + tuple(Row(v, (v,)) for v in ('hard', 'cot', 'mc', 'direct', 'distractor')),
                    base_tiers=('250', '500', '1k'), paper_base=nmetrics.base_from_details,
+                   cluster_keys=('entry_id',), strata_keys=('haystack',),
+                   relation='clustered by needle entry (every prompt of one entry shares its needle and question; '
+                            'one-hop and two-hop of an entry are one cluster); haystack held fixed',
                    notes="accuracy (%), contains; 1k = 1000 tokens of the model's tokenizer"),))
