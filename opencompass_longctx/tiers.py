@@ -7,7 +7,8 @@ token count such as ``250``. Units are case-insensitive (``1M`` == ``1m``). The 
 Rules: ASCII digits only, at most one decimal point, nothing but white space around; the number is exact
 (no floating point); a tier above ``MAX_TIER_TOKENS`` (counted with 1k = 1000) is refused. A tier is parsed
 once, where a loader receives it (:func:`parse_tier` returns a :class:`Tier` as is), and the ``Tier`` is
-passed inward.
+passed inward. A dataset config's tier must be written as its canonical name (:func:`dataset_tier`): it also
+names the dataset's abbr and files.
 
 What a tier means in tokens depends on the benchmark's own convention, given here as ``unit``:
 
@@ -122,6 +123,19 @@ def parse_tier(value) -> Tier:
         raise TierError(f'tier must be a string, got {type(value).__name__} {value!r}; '
                         f'accepted: {ACCEPTED_FORMS}')
     return _parse(value)
+
+
+def dataset_tier(value) -> Tier:
+    """A dataset config's tier: parsed, and refused unless written as its canonical name. The tier a config
+    writes also ends its abbr (``abbr=f"{d['abbr']}_{TIER}"``), which names the prediction and result files and
+    the tier table's column, so ``'4K '`` or ``'4K'`` would file the results apart from ``'4k'``'s."""
+    tier = parse_tier(value)
+    if isinstance(value, str) and value != tier.name:
+        raise TierError(f"tier {value!r} is not written as its canonical name: write {tier.name!r} (TIER = "
+                        f"'{tier.name}'). A dataset's tier also ends its abbr, its prediction and result file names "
+                        'and its tier-table column, so it is written one way: no spaces, lower-case k/m, no '
+                        'leading or trailing zeros')
+    return tier
 
 
 def tier_tokens(value, unit: int = 1000) -> int:

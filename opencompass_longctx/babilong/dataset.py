@@ -7,21 +7,22 @@ the same cache, when ``babi_dir`` and ``background_dir`` are given (or ``$BABI_D
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
-from typing import Dict, Optional
+from dataclasses import dataclass, field, replace
+from typing import ClassVar, Dict, Optional
 
 from opencompass.datasets.base import BaseDataset
 
 from .. import parallel
 from ..cache import DatasetCache, make_key, record_build
 from ..sources import DataNotFoundError, find_file
-from ..tiers import Tier, parse_tier
+from ..options import Options, by, flag, integer, one_of, option, text
+from ..tiers import Tier, dataset_tier
 from ..tokenization import GPT2_TOKENIZER, get_tokenizer
 from ..util import refuse_removed_options
 from . import data as bdata
 from .build import build_rows, generated_rows
 from .face import BENCHMARK
-from .prompts import prompt_parts
+from .prompts import VARIANTS as PROMPT_VARIANTS, prompt_parts
 
 
 def _file_records(path: str, indices, num_samples: Optional[int]):
@@ -49,58 +50,58 @@ def _progress(it, total: Optional[int], desc: str):
         bar.close()
 
 
-@dataclass(frozen=True)
-class BabilongOptions:
-    """One BABILong split's options, checked once by :meth:`parse` (the tier a :class:`Tier` from there on):
-    what the loader passes inward."""
-    tier: Tier
-    task: str = 'qa1'
-    path: Optional[str] = None
-    sample_source: str = '100'
-    num_samples: Optional[int] = None
-    sample_indices: object = None          # a list of row indices or a JSON file of them (read with the file)
-    parts: Dict[str, str] = field(default_factory=dict)
-    prompt_variant: str = 'official'
-    count_tokenizer: str = GPT2_TOKENIZER
-    download: Optional[bool] = None
-    revision: Optional[str] = None
-    babi_dir: Optional[str] = None
-    background_dir: Optional[str] = None
-    seed: int = 0
-    generator_tokenizer: str = GPT2_TOKENIZER
-    fix_len_off_by_one: bool = False
-    num_proc: int = 1
+def _check_indices(value) -> None:
+    """None, a JSON file of indices, ``{task: [indices]}`` or a list of row indices (>= 0)."""
+    if value is None or isinstance(value, (str, dict)):
+        return
+    if not isinstance(value, (list, tuple)) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value):
+        raise bdata.BabilongDataError(f'sample_indices must be a list of row indices (>= 0), a JSON file of them or '
+                                      f'{{task: [indices]}}, got {value!r}')
 
-    @classmethod
-    def parse(cls, tier, task: str = 'qa1', path: Optional[str] = None, sample_source: str = '100',
-              num_samples: Optional[int] = None, sample_indices=None, use_instruction: bool = True,
-              use_examples: bool = True, use_post_prompt: bool = True, prompt_variant: str = 'official',
-              count_tokenizer: str = GPT2_TOKENIZER, download: Optional[bool] = None,
-              revision: Optional[str] = None, babi_dir: Optional[str] = None,
-              background_dir: Optional[str] = None, seed: int = 0, generator_tokenizer: str = GPT2_TOKENIZER,
-              fix_len_off_by_one: bool = False, num_proc: Optional[int] = None) -> 'BabilongOptions':
-        """A dataset config's keys as options. ``babi_dir`` / ``background_dir`` default to ``$BABI_DIR`` /
-        ``$PG19_DIR``; generated splits take ``num_samples`` samples (default 100), made by ``num_proc``
-        processes (default: the cores available; the same rows for any value)."""
-        tier = parse_tier(tier)   # the one parse of a load: a Tier from here on
-        bdata.task_number(task)
-        if num_samples is not None and (isinstance(num_samples, bool) or not isinstance(num_samples, int)
-                                        or num_samples < 1):
-            raise bdata.BabilongDataError(f'num_samples must be a positive integer or None, got {num_samples!r}')
-        return cls(tier=tier, task=task, path=path, sample_source=str(sample_source), num_samples=num_samples,
-                   sample_indices=sample_indices,
-                   parts=prompt_parts(task, prompt_variant, use_instruction, use_examples, use_post_prompt),
-                   prompt_variant=prompt_variant, count_tokenizer=count_tokenizer, download=download,
-                   revision=revision, babi_dir=babi_dir or os.environ.get('BABI_DIR') or None,
-                   background_dir=background_dir or os.environ.get('PG19_DIR') or None, seed=seed,
-                   generator_tokenizer=generator_tokenizer, fix_len_off_by_one=fix_len_off_by_one,
-                   num_proc=parallel.check_num_proc(num_proc))
+
+@dataclass(frozen=True)
+class BabilongOptions(Options):
+    """One BABILong split's options, checked once by :meth:`Options.parse` (the tier a :class:`Tier` from there
+    on): what the loader passes inward. ``babi_dir`` / ``background_dir`` default to ``$BABI_DIR`` /
+    ``$PG19_DIR``; generated splits take ``num_samples`` samples (default 100), made by ``num_proc`` processes
+    (default: the cores available; the same rows for any value)."""
+    error: ClassVar[type] = bdata.BabilongDataError
+    owner: ClassVar[str] = 'BabilongDataset'
+    tier: Tier = option(check=lambda name, v, error: dataset_tier(v))  # the one parse of a load
+    task: str = option('qa1', by(bdata.task_number))
+    path: Optional[str] = option(None, text())
+    sample_source: str = option('100', one_of(bdata.SAMPLE_SOURCES, str))
+    num_samples: Optional[int] = option(None, integer(1, optional=True))
+    sample_indices: object = option(None, by(_check_indices))   # read with the file
+    use_instruction: bool = option(True, flag())
+    use_examples: bool = option(True, flag())
+    use_post_prompt: bool = option(True, flag())
+    prompt_variant: str = option('official', one_of(PROMPT_VARIANTS))
+    count_tokenizer: str = option(GPT2_TOKENIZER, text(optional=False))
+    download: Optional[bool] = option(None, flag(optional=True))
+    revision: Optional[str] = option(None, text())
+    babi_dir: Optional[str] = option(None, text())
+    background_dir: Optional[str] = option(None, text())
+    seed: int = option(0, integer())
+    generator_tokenizer: str = option(GPT2_TOKENIZER, text(optional=False))
+    fix_len_off_by_one: bool = option(False, flag())
+    num_proc: Optional[int] = option(None, lambda name, v, error: parallel.check_num_proc(v))
+    parts: Dict[str, str] = field(init=False, default_factory=dict)
+
+    def finish(self) -> 'BabilongOptions':
+        o = replace(self, babi_dir=self.babi_dir or os.environ.get('BABI_DIR') or None,
+                    background_dir=self.background_dir or os.environ.get('PG19_DIR') or None,
+                    num_proc=parallel.check_num_proc(self.num_proc))
+        object.__setattr__(o, 'parts', prompt_parts(o.task, o.prompt_variant, o.use_instruction, o.use_examples,
+                                                    o.use_post_prompt))
+        return o
 
 
 def load_babilong(tier, **options):
     """Build (or reload from the cache) one BABILong split as a ``datasets.Dataset`` of plain strings
-    (``options``: the keys of :meth:`BabilongOptions.parse`)."""
-    return load_split(BabilongOptions.parse(tier, **options))
+    (``options``: the fields of :class:`BabilongOptions`)."""
+    return load_split(BabilongOptions.parse(dict(options, tier=tier)))
 
 
 def load_split(o: BabilongOptions):
@@ -156,6 +157,7 @@ def load_split(o: BabilongOptions):
 class BabilongDataset(BaseDataset):
     """``type=BabilongDataset`` in configs; every extra config key goes to :func:`load_babilong`."""
     benchmark = BENCHMARK      # what the planner, the run checks and the summarizer read (face.py)
+    options = BabilongOptions  # what load and the run checks parse a config's keys with
     # options that were removed, with what to use instead (refused here and by the run checks)
     REMOVED_OPTIONS = {'demo_data': 'demo_data= was removed from BabilongDataset: for the project\'s stand-in files '
                        'use type=DemoBabilongDataset (from opencompass_longctx.demo.datasets import '
@@ -164,4 +166,5 @@ class BabilongDataset(BaseDataset):
     @staticmethod
     def load(**kwargs):
         refuse_removed_options(BabilongDataset.REMOVED_OPTIONS, kwargs, bdata.BabilongDataError)
-        return record_build(BENCHMARK.dataset_type, kwargs, load_babilong(**kwargs), BENCHMARK.tokens_column)
+        return record_build(BENCHMARK.dataset_type, kwargs, load_split(BabilongOptions.parse(kwargs)),
+                            BENCHMARK.tokens_column)

@@ -3,6 +3,7 @@ import os
 from typing import Dict, List, Optional
 
 from ..faces import TIER_PATTERN, Bench, BenchmarkFace, Row
+from ..options import integer, value_or
 from ..tiers import parse_tier
 from ..tokenization import GPT2_TOKENIZER
 
@@ -16,8 +17,9 @@ def data_tokenizer(d: Dict) -> str:
 def estimate_rows(d: Dict, tier_tokens: int) -> int:
     if isinstance(d.get('sample_indices'), (list, tuple)):
         return len(d['sample_indices'])
-    if d.get('num_samples'):
-        return int(d['num_samples'])
+    n = value_or(integer(1), d.get('num_samples'), None)    # a bad value: the run checks report it
+    if n:
+        return n
     source = str(d.get('sample_source', '100'))
     if source == '1000' or (source == 'official' and tier_tokens <= 32000):
         return 1000

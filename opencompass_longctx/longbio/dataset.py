@@ -1,45 +1,80 @@
 """LongBioBench as an OpenCompass dataset: one cell at one tier per dataset config, generated on the fly
 and cached on disk (OpenCompass rebuilds every dataset in its main, inference and evaluation processes)."""
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import ClassVar, Optional
 
 from opencompass.datasets.base import BaseDataset
 
 from ..cache import DatasetCache, make_key, record_build
+from ..options import Options, flag, integer, option
 from ..parallel import check_num_proc
+from ..tiers import dataset_tier
 from .face import BENCHMARK
-from .generator import generate, make_spec
+from .generator import Spec, generate, make_spec
 from .tasks import LongBioConfigError
 
 
-def load_longbio(tier, cell: Optional[str] = None, task: Optional[str] = None, n: Optional[int] = None,
-                 mode: str = 'compat', num_samples: int = 800, seed: int = 2024, tokenizer: Optional[str] = None,
-                 density: float = 1.0, depth=(0.0, 1.0), shots: Optional[int] = None, reserve_tokens: int = 0,
-                 verify_length: Optional[bool] = None, start_index: int = 0, num_proc: Optional[int] = None):
-    """Build (or reload from the cache) the samples of one cell as a ``datasets.Dataset``.
+@dataclass(frozen=True)
+class LongBioOptions(Options):
+    """One cell's options. ``cell`` (e.g. 'rank_5') or ``task`` + ``n``; ``mode`` 'compat' | 'strict';
+    ``tokenizer``: None for the authors' tokenizer offline (``tiktoken:qwen2``, Qwen2.5's vocabulary), another
+    'tiktoken:<encoding>' name or a Hugging Face tokenizer directory / id. The generation fields are checked by
+    :func:`~.generator.make_spec` (the tier parsed there, once), whose :class:`~.generator.Spec` is ``spec``;
+    ``num_proc``: processes for a build (default: the cores available; the same rows for any value)."""
+    error: ClassVar[type] = LongBioConfigError
+    owner: ClassVar[str] = 'LongBioDataset'
+    tier: object = option()
+    cell: Optional[str] = option(None)
+    task: Optional[str] = option(None)
+    n: Optional[int] = option(None)
+    mode: str = option('compat')
+    num_samples: int = option(800, integer(1))
+    seed: int = option(2024)
+    tokenizer: Optional[str] = option(None)
+    density: float = option(1.0)
+    depth: object = option((0.0, 1.0))
+    shots: Optional[int] = option(None)
+    reserve_tokens: int = option(0)
+    verify_length: Optional[bool] = option(None, flag(optional=True))
+    start_index: int = option(0, integer(0))
+    num_proc: Optional[int] = option(None, lambda name, v, error: check_num_proc(v))
+    spec: Optional[Spec] = field(init=False, default=None)
 
-    ``cell`` (e.g. 'rank_5') or ``task`` + ``n``; ``mode`` 'compat' | 'strict'; ``tokenizer``: None for the
-    authors' tokenizer offline (``tiktoken:qwen2``, Qwen2.5's vocabulary), another 'tiktoken:<encoding>' name or
-    a Hugging Face tokenizer directory / id. One row per
-    sample (two for idk: the answerable and the unanswerable question on the same context). ``num_proc``:
-    processes for a build (default: the cores available; the same rows for any value)."""
-    spec = make_spec(tier, cell=cell, task=task, n=n, mode=mode, shots=shots, seed=seed, density=density,
-                     depth=tuple(depth) if isinstance(depth, list) else depth, reserve_tokens=reserve_tokens,
-                     tokenizer=tokenizer, verify_length=verify_length)
-    for name, v, low in (('num_samples', num_samples, 1), ('start_index', start_index, 0)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
-            raise LongBioConfigError(f'{name} must be an integer >= {low}, got {v!r}')
-    num_proc = check_num_proc(num_proc)
-    params = dict(spec.public(), num_samples=num_samples, start_index=start_index)
+    def finish(self) -> 'LongBioOptions':
+        spec = make_spec(self.tier, cell=self.cell, task=self.task, n=self.n, mode=self.mode, shots=self.shots,
+                         seed=self.seed, density=self.density,
+                         depth=tuple(self.depth) if isinstance(self.depth, list) else self.depth,
+                         reserve_tokens=self.reserve_tokens, tokenizer=self.tokenizer,
+                         verify_length=self.verify_length)
+        if isinstance(self.tier, str) and self.tier != spec.tier:
+            dataset_tier(self.tier)      # raises: the tier as written is not its canonical name
+        object.__setattr__(self, 'spec', spec)
+        return self
+
+
+def load_longbio(tier, **options):
+    """Build (or reload from the cache) the samples of one cell as a ``datasets.Dataset`` (``options``: the
+    fields of :class:`LongBioOptions`). One row per sample (two for idk: the answerable and the unanswerable
+    question on the same context)."""
+    return load_cell(LongBioOptions.parse(dict(options, tier=tier)))
+
+
+def load_cell(o: LongBioOptions):
+    """The samples of checked options, through the cache."""
+    params = dict(o.spec.public(), num_samples=o.num_samples, start_index=o.start_index)
     cache = DatasetCache()
-    key = make_key('longbio', params, spec.tokenizer.fingerprint, (), cache.root)
-    return cache.get_or_build('longbio', key, lambda: generate(spec, num_samples, start_index, num_proc),
+    key = make_key('longbio', params, o.spec.tokenizer.fingerprint, (), cache.root)
+    num_proc = check_num_proc(o.num_proc)
+    return cache.get_or_build('longbio', key, lambda: generate(o.spec, o.num_samples, o.start_index, num_proc),
                               params=params)
 
 
 class LongBioDataset(BaseDataset):
-    """``type=LongBioDataset`` in configs; every extra config key goes to :func:`load_longbio`."""
+    """``type=LongBioDataset`` in configs; every extra config key is an option of :class:`LongBioOptions`."""
     benchmark = BENCHMARK      # what the planner, the run checks and the summarizer read (face.py)
+    options = LongBioOptions   # what load and the run checks parse a config's keys with
 
     @staticmethod
     def load(**kwargs):
-        return record_build(BENCHMARK.dataset_type, kwargs, load_longbio(**kwargs), BENCHMARK.tokens_column)
+        return record_build(BENCHMARK.dataset_type, kwargs, load_cell(LongBioOptions.parse(kwargs)),
+                            BENCHMARK.tokens_column)

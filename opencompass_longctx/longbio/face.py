@@ -2,6 +2,7 @@
 from typing import Dict, Optional
 
 from ..faces import TIER_PATTERN, Bench, BenchmarkFace, Row
+from ..options import integer, value_or
 from ..tiers import parse_tier
 from .catalogue import LONGBIO_CATEGORIES, LONGBIO_CELLS, LONGBIO_NEED_TOKENS
 from .generator import DEFAULT_TOKENIZER, TIER_UNIT
@@ -13,13 +14,17 @@ def data_tokenizer(d: Dict) -> str:
 
 
 def estimate_rows(d: Dict, tier_tokens: int) -> int:
-    return int(d.get('num_samples', 800)) * (2 if d.get('cell') == 'idk' else 1)
+    return value_or(integer(1), d.get('num_samples', 800), 800) * (2 if d.get('cell') == 'idk' else 1)
+
+
+def _reserve(d: Dict) -> int:
+    return value_or(integer(0), d.get('reserve_tokens', 0), 0)     # a bad value: the run checks report it
 
 
 def estimate_prompt_tokens(d: Dict, tier_tokens: int) -> int:
     if not tier_tokens:          # 0k: the needles and the prompt only (the most over the authors' 800 samples)
         return LONGBIO_NEED_TOKENS.get(d.get('cell'), max(LONGBIO_NEED_TOKENS.values()))
-    return tier_tokens - int(d.get('reserve_tokens') or 0)
+    return tier_tokens - _reserve(d)
 
 
 def sample_text(d: Dict) -> Optional[str]:
@@ -35,7 +40,7 @@ def fits(d: Dict) -> Optional[str]:
     need = LONGBIO_NEED_TOKENS.get(d.get('cell'))
     tier = parse_tier(d['tier'])
     budget = tier.tokens(TIER_UNIT)
-    reserve = int(d.get('reserve_tokens') or 0)
+    reserve = _reserve(d)
     if need is None or not budget or need + reserve <= budget:
         return None
     return (f"LongBioBench {d.get('cell')} needs {need} tokens + reserve_tokens {reserve} > {budget} at "

@@ -26,11 +26,13 @@ import os
 import re
 import sys
 import warnings
-from typing import Dict, List, Optional
+from dataclasses import dataclass, field, replace
+from typing import ClassVar, Dict, List, Optional
 
 from .. import parallel
 from ..cache import DatasetCache, make_key, record_build
-from ..tiers import parse_tier
+from ..options import Options, by, flag, integer, one_of, option, text
+from ..tiers import Tier, dataset_tier
 from ..tokenization import DEFAULT_TOKENIZER, get_tokenizer
 from ..util import refuse_removed_options
 from . import data as ndata
@@ -83,13 +85,91 @@ def _name_collisions(books, pairs) -> Dict[str, List[str]]:
     return hits
 
 
-def load_nolima(tier, needle_set: str = 'main', path: Optional[str] = None, tokenizer: Optional[str] = None,
-                haystack_tier: str = 'auto', depth_intervals: Optional[int] = None, placement: str = 'standard',
-                static_depth: Optional[float] = None, aligned_tokens: int = 2000, base_seed: int = 42,
-                shift: int = 0, question_types=None, exclude_direct: Optional[bool] = None,
-                expected_pairs='auto', pairs=None, haystacks=None, depth_indices=None,
-                max_seq_len: Optional[int] = None, download: Optional[bool] = None,
-                revision: Optional[str] = None, num_proc: Optional[int] = None):
+def _check_pairs(value) -> None:
+    if value is None or (isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value)):
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise NoLiMaError(f'pairs must be None, a positive count or a list of pair names, got {value!r}')
+
+
+def _check_question_types(value) -> None:
+    if value is not None and (isinstance(value, str) or not isinstance(value, (list, tuple))
+                              or not all(isinstance(v, str) for v in value)):
+        raise NoLiMaError(f'question_types must be a list of names, got {value!r}')
+
+
+def _check_expected(value) -> None:
+    if value not in ('auto', None) and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise NoLiMaError(f"expected_pairs must be 'auto', None or a positive count, got {value!r}")
+
+
+def _check_needle_set(value) -> None:
+    if not (isinstance(value, str) and value.endswith('.json') and os.path.isfile(value)):
+        resolve_variant(value)
+
+
+@dataclass(frozen=True)
+class NoLiMaOptions(Options):
+    """One NoLiMa split's options (see :func:`load_nolima`), checked once by :meth:`Options.parse`."""
+    error: ClassVar[type] = NoLiMaError
+    owner: ClassVar[str] = 'NoLiMaDataset'
+    tier: Tier = option(check=lambda name, v, error: dataset_tier(v))   # the one parse of a load
+    needle_set: str = option('main', by(_check_needle_set))
+    path: Optional[str] = option(None, text())
+    tokenizer: Optional[str] = option(None, text())
+    haystack_tier: str = option('auto', one_of(('auto',) + ndata.HAYSTACK_TIERS))
+    depth_intervals: Optional[int] = option(None, integer(1, optional=True))
+    placement: str = option('standard', one_of(PLACEMENTS))
+    static_depth: Optional[float] = option(None)
+    aligned_tokens: int = option(2000, integer(1))
+    base_seed: int = option(42, integer())
+    shift: int = option(0, integer(0))
+    question_types: object = option(None, by(_check_question_types))
+    exclude_direct: Optional[bool] = option(None, flag(optional=True))
+    expected_pairs: object = option('auto', by(_check_expected))
+    pairs: object = option(None, by(_check_pairs))
+    haystacks: object = option(None, lambda name, v, error: _check_int_list(name, v, ndata.NUM_BOOKS))
+    depth_indices: object = option(None)
+    max_seq_len: Optional[int] = option(None, integer(1, optional=True))
+    download: Optional[bool] = option(None, flag(optional=True))
+    revision: Optional[str] = option(None, text())
+    num_proc: Optional[int] = option(None, lambda name, v, error: parallel.check_num_proc(v))
+    depths: object = field(init=False, default=None)
+
+    @property
+    def custom(self) -> bool:
+        return isinstance(self.needle_set, str) and self.needle_set.endswith('.json') and \
+            os.path.isfile(self.needle_set)
+
+    @property
+    def variant(self) -> str:
+        return 'custom' if self.custom else resolve_variant(self.needle_set)
+
+    def finish(self) -> 'NoLiMaOptions':
+        L = self.tier.tokens(1000)
+        if L < 1:
+            raise NoLiMaError(f'NoLiMa tier {self.tier.name!r} has no haystack tokens; use 250, 500, 1k ... 128k')
+        static_depth = 0.5 if self.placement == 'last2k' and self.static_depth is None else self.static_depth
+        if self.placement != 'standard':
+            if static_depth is None or isinstance(static_depth, bool) or not isinstance(static_depth, (int, float)):
+                raise NoLiMaError(f"placement={self.placement!r} needs static_depth, a number in [0, 1]")
+            if self.shift:
+                raise NoLiMaError('shift is not allowed with a static placement (as in the authors\' code)')
+        if self.variant == 'distractor' and self.placement != 'standard':
+            raise NoLiMaError('the distractor variant needs the standard placement (the authors\' code silently '
+                              'returns nothing for a distractor with a static depth)')
+        n_depths = default_depth_intervals(L) if self.depth_intervals is None else self.depth_intervals
+        depths = (hs.aligned_depths(n_depths, L, self.aligned_tokens) if self.placement == 'last2k'
+                  else hs.depth_grid(n_depths))
+        o = replace(self, static_depth=static_depth,
+                    depth_indices=_check_int_list('depth_indices', self.depth_indices, len(depths)),
+                    haystacks=self.haystacks or list(range(ndata.NUM_BOOKS)),
+                    num_proc=parallel.check_num_proc(self.num_proc))
+        object.__setattr__(o, 'depths', depths)
+        return o
+
+
+def load_nolima(tier, **options):
     """Build (or reload from the cache) one NoLiMa split as a ``datasets.Dataset``.
 
     ``needle_set``: a variant ('main', 'hard', 'cot', 'mc', 'direct', 'distractor'), its file name, or a path
@@ -97,35 +177,22 @@ def load_nolima(tier, needle_set: str = 'main', path: Optional[str] = None, toke
     ``depth_indices`` (indices into the depth grid) select a subset without changing any sample (seeds and
     name draws are those of the full grid). ``max_seq_len``: refuse a tier whose prompts (plus 192 new tokens
     and a chat-template margin) would not fit the model, instead of letting OpenCompass cut the needle out.
-    ``num_proc``: processes for a build (default: the cores available; the same rows for any value).
+    ``num_proc``: processes for a build (default: the cores available; the same rows for any value). The other
+    options are the fields of :class:`NoLiMaOptions`.
     """
-    parsed = parse_tier(tier)   # the one parse of a load: the SplitPlan carries the Tier inward
-    L, tier = parsed.tokens(1000), parsed.name
-    if L < 1:
-        raise NoLiMaError(f'NoLiMa tier {tier!r} has no haystack tokens; use 250, 500, 1k ... 128k')
-    custom = isinstance(needle_set, str) and needle_set.endswith('.json') and os.path.isfile(needle_set)
-    variant = 'custom' if custom else resolve_variant(needle_set)
-    if placement not in PLACEMENTS:
-        raise NoLiMaError(f'unknown placement {placement!r}; choose one of {PLACEMENTS}')
-    if haystack_tier not in ('auto',) + ndata.HAYSTACK_TIERS:
-        raise NoLiMaError(f"unknown haystack_tier {haystack_tier!r}; choose 'auto' or one of {ndata.HAYSTACK_TIERS}")
-    if placement == 'last2k' and static_depth is None:
-        static_depth = 0.5
-    if placement != 'standard':
-        if static_depth is None or isinstance(static_depth, bool) or not isinstance(static_depth, (int, float)):
-            raise NoLiMaError(f"placement={placement!r} needs static_depth, a number in [0, 1]")
-        if shift:
-            raise NoLiMaError('shift is not allowed with a static placement (as in the authors\' code)')
-    if isinstance(shift, bool) or not isinstance(shift, int) or shift < 0:
-        raise NoLiMaError(f'shift must be a non-negative integer, got {shift!r}')
-    n_depths = default_depth_intervals(L) if depth_intervals is None else depth_intervals
-    depths = (hs.aligned_depths(n_depths, L, aligned_tokens) if placement == 'last2k'
-              else hs.depth_grid(n_depths))
-    depth_indices = _check_int_list('depth_indices', depth_indices, len(depths))
-    book_indices = _check_int_list('haystacks', haystacks, ndata.NUM_BOOKS) or list(range(ndata.NUM_BOOKS))
-    if max_seq_len is not None and (isinstance(max_seq_len, bool) or not isinstance(max_seq_len, int)):
-        raise NoLiMaError(f'max_seq_len must be an integer, got {max_seq_len!r}')
-    num_proc = parallel.check_num_proc(num_proc)
+    return load_split(NoLiMaOptions.parse(dict(options, tier=tier)))
+
+
+def load_split(o: NoLiMaOptions):
+    """The split of checked options: the needle set and books located, the prompts checked against
+    ``max_seq_len``, the rows built through the cache."""
+    parsed, L, tier = o.tier, o.tier.tokens(1000), o.tier.name
+    custom, variant, placement, static_depth, shift = o.custom, o.variant, o.placement, o.static_depth, o.shift
+    path, download, revision, haystack_tier, depths = o.path, o.download, o.revision, o.haystack_tier, o.depths
+    tokenizer, max_seq_len, num_proc, book_indices = o.tokenizer, o.max_seq_len, o.num_proc, o.haystacks
+    needle_set, depth_indices, base_seed = o.needle_set, o.depth_indices, o.base_seed
+    question_types, exclude_direct, expected_pairs, pairs = o.question_types, o.exclude_direct, o.expected_pairs, \
+        o.pairs
 
     tok = get_tokenizer(tokenizer)
     canonical = tokenizer not in (None, '', 'default', DEFAULT_TOKENIZER)
@@ -142,9 +209,6 @@ def load_nolima(tier, needle_set: str = 'main', path: Optional[str] = None, toke
     all_pairs = load_pairs(needle_file, variant, question_types, exclude_direct,
                            expected_pairs if not custom or expected_pairs != 'auto' else None)
     chosen = select_pairs(all_pairs, pairs)
-    if variant == 'distractor' and placement != 'standard':
-        raise NoLiMaError('the distractor variant needs the standard placement (the authors\' code silently '
-                          'returns nothing for a distractor with a static depth)')
 
     tiers = ['rand_shuffle', 'rand_shuffle_long'] if haystack_tier == 'auto' else [haystack_tier]
     books, used_tier, errors = None, None, []
@@ -218,6 +282,7 @@ class NoLiMaDataset(BaseDataset):
     ``Dataset.map``, which would copy every prompt (over 1 GB at 32K) in each OpenCompass process.
     """
     benchmark = BENCHMARK      # what the planner, the run checks and the summarizer read (face.py)
+    options = NoLiMaOptions    # what load and the run checks parse a config's keys with
 
     def __init__(self, reader_cfg: Optional[Dict] = None, k=1, n: int = 1, **kwargs):
         from datasets import concatenate_datasets
@@ -238,4 +303,5 @@ class NoLiMaDataset(BaseDataset):
     @staticmethod
     def load(**kwargs):
         refuse_removed_options(NoLiMaDataset.REMOVED_OPTIONS, kwargs, NoLiMaError)
-        return record_build(BENCHMARK.dataset_type, kwargs, load_nolima(**kwargs), BENCHMARK.tokens_column)
+        return record_build(BENCHMARK.dataset_type, kwargs, load_split(NoLiMaOptions.parse(kwargs)),
+                            BENCHMARK.tokens_column)

@@ -3,6 +3,7 @@ import os
 from typing import Dict, List, Optional
 
 from ..faces import TIER_PATTERN, Bench, BenchmarkFace, Row
+from ..options import integer, value_or
 from ..reasoning import OWN_MODE
 from ..tokenization import DEFAULT_TOKENIZER
 from . import data as ndata
@@ -34,7 +35,7 @@ def estimate_rows(d: Dict, tier_tokens: int) -> int:
             n_pairs = EXPECTED_PAIRS['main']
     haystacks = len(d['haystacks']) if d.get('haystacks') else ndata.NUM_BOOKS
     depths = (len(d['depth_indices']) if d.get('depth_indices') else
-              int(d.get('depth_intervals') or default_depth_intervals(tier_tokens)))
+              value_or(integer(1), d.get('depth_intervals'), None) or default_depth_intervals(tier_tokens))
     return n_pairs * haystacks * depths
 
 

@@ -1,12 +1,16 @@
 """The run checks: every problem that can be found without a GPU and without building a dataset (model
 directories and their tokenizers, ``$LONGCTX_MODEL_ROOT``, each dataset's data as its benchmark's face checks it,
-removed options, engines that cannot hold one sequence), in one list."""
+its options as its load parses them, an abbr that names another tier, removed options, engines that cannot hold
+one sequence), in one list."""
 import json
 import os
+import re
 from typing import Dict, List, Sequence
 
-from ..faces import check_tokenizer, face_class, face_of
+from ..faces import check_tokenizer, face_class, face_of, load_kwargs
 from ..models.sizing import is_lmdeploy
+from ..options import parse_config
+from ..tiers import TierError, parse_tier
 from ..util import type_name
 
 
@@ -39,7 +43,7 @@ def check_run(models: Sequence[Dict], datasets: Sequence[Dict]) -> List[Dict]:
             key = d.get('abbr')
         if key not in seen:
             seen[key] = dataset_problems(face, d)
-        for p in seen[key]:
+        for p in seen[key] + option_problems(d) + tier_problems(face, d):
             add(p, d.get('abbr'))
     return [{'problem': p, 'where': w} for p, w in found.items()]
 
@@ -58,6 +62,42 @@ def dataset_problems(face, d: Dict) -> List[str]:
     if not getattr(cls, 'PREPARES_DATA', False):
         problems.extend(face.problems(d))
     return problems
+
+
+def option_problems(d: Dict) -> List[str]:
+    """What the dataset's load would refuse in its options: the load's own parse (:mod:`..options`) run on the
+    config's keys, its error as the problem (a tokenizer that :func:`check_tokenizer` already reports is left
+    to it)."""
+    from ..tokenization import TokenizerError
+    try:
+        parse_config(face_class(d), load_kwargs(d))
+    except Exception as e:  # noqa: BLE001 - every refusal is a problem, with the load's message
+        if isinstance(e, TokenizerError) and check_tokenizer(d.get('tokenizer')):
+            return []
+        return [f'{type(e).__name__}: {e}']
+    return []
+
+
+def tier_problems(face, d: Dict) -> List[str]:
+    """An abbr that the tier table would file under another tier than the dataset's (or not at all, for spaces
+    around it): the abbr must end with the tier as the dataset's load names it."""
+    abbr = d.get('abbr')
+    if not isinstance(abbr, str):
+        return []
+    if abbr != abbr.strip():
+        return [f'dataset abbr {abbr!r} has spaces around it: its results would not reach the tier table; write '
+                f'{abbr.strip()!r}']
+    try:
+        tier = parse_tier(d.get('tier')).name
+    except TierError:
+        return []            # the options' problem
+    for bench in face.summary:
+        m = re.match(bench.pattern, abbr)
+        if m and m.group('tier') != tier:
+            return [f"dataset abbr {abbr!r} names tier {m.group('tier')!r} but its tier is {tier!r}: its results "
+                    f"would be filed under the wrong tier; end the abbr with _{tier} (build it from TIER, as the "
+                    'shipped tier files do)']
+    return []
 
 
 def engine_problems(plan: Dict) -> List[Dict]:
