@@ -12,7 +12,8 @@ Every run (``--dry-run`` included) prints the plan, with its estimated GPU-hours
 a GPU, and writes it to ``<work_dir>/plan/longctx_plan.{md,json}`` (see :mod:`opencompass_longctx.plan`).
 With a ``SlurmRunner`` the plan also shows the ``srun`` request of every task and checks the partition and its GPUs
 (:mod:`opencompass_longctx.cluster`); in a resumed run (``-r``) it says what is done and what is left
-(:mod:`opencompass_longctx.resume`). With problems, a real run stops before any task starts
+(:mod:`opencompass_longctx.resume`), and sets aside the saved predictions that do not match their current dataset
+(those datasets restart) or stops a ``-r`` that has nothing to resume (:mod:`opencompass_longctx.resume_check`). With problems, a real run stops before any task starts
 (``on_problem='error'``, the default; ``'warn'`` goes on); ``--dry-run`` only reports them.
 
     infer = dict(partitioner=dict(type=LongCtxPartitioner),   # bands=['32k', '128k', '1m'], shards=1,
@@ -27,7 +28,7 @@ from opencompass.partitioners import NaivePartitioner
 from opencompass.partitioners.base import BasePartitioner
 from opencompass.registry import PARTITIONERS
 
-from . import cluster, resume, selection
+from . import cluster, resume, resume_check, selection
 from . import plan as P
 
 
@@ -44,6 +45,12 @@ def dry_run() -> bool:
 class LongCtxEvalPartitioner(NaivePartitioner):
     """OpenCompass's ``NaivePartitioner`` (same ``n``) over each model's datasets as ``LongCtxPartitioner`` ran them
     (:func:`opencompass_longctx.selection.expand`)."""
+
+    def __call__(self, cfg):
+        line = resume_check.check_reuse(cfg['work_dir'], dry_run())   # -r where nothing ran: ask or refuse
+        if line:
+            print(line, flush=True)
+        return super().__call__(cfg)
 
     def partition(self, model_dataset_combinations: List[Dict], *args, **kwargs):
         return super().partition(selection.expand(model_dataset_combinations)[0], *args, **kwargs)
@@ -73,29 +80,36 @@ class LongCtxPartitioner(BasePartitioner):
         self.bands, self.shards, self.cost, self.batch_cap, self.headroom = bands, shards, cost_model, batch_cap, headroom
         self.on_problem = on_problem
         self.runners: Dict[str, Optional[Dict]] = {}
+        self.reuse_line = ''
 
     def __call__(self, cfg):
         # partition() receives only models and datasets: the runners (what a Slurm job asks for) come from here
         self.runners = {stage: (cfg.get(stage) or {}).get('runner') for stage in ('infer', 'eval')}
+        self.reuse_line = resume_check.check_reuse(cfg['work_dir'], dry_run())   # -r where nothing ran: ask or refuse
         return super().__call__(cfg)
 
     def partition(self, model_dataset_combinations: List[Dict], work_dir: str, out_dir: str,
                   add_cfg: Dict = {}) -> List[Config]:  # noqa: B006 (OpenCompass's signature)
         # each model's datasets: its max_tier, NoLiMa in its own tokenizer, LongBioBench cells that fit their tier
         model_dataset_combinations, left_out = selection.expand(model_dataset_combinations)
+        # a resume reuses only saved predictions of the current datasets: the others are set aside and redone
+        stale = resume_check.stale_predictions(model_dataset_combinations, out_dir)
+        if stale and not dry_run():
+            from opencompass.utils import get_logger
+            resume_check.set_aside(stale, get_logger())
         plan = P.make_plan(model_dataset_combinations, self.bands, self.shards, self.cost, out_dir, self.batch_cap,
-                           self.headroom)
+                           self.headroom, redo=[(s.model, s.dataset) for s in stale])
         models = [m for c in model_dataset_combinations for m in c['models']]
         datasets = [d for c in model_dataset_combinations for d in c['datasets']]
         requests = cluster.requests(plan, self.runners.get('infer'))
         slurm_problems, slurm_notes = cluster.problems(self.runners, requests)
         problems = P.engine_problems(plan) + P.check_run(models, datasets) + slurm_problems
         summary = P.summarize(plan, problems)
-        done = resume.summarize(resume.progress(model_dataset_combinations, plan, out_dir, self.bands, self.headroom),
-                                plan)
+        done = resume.summarize(resume.progress(model_dataset_combinations, plan, out_dir, self.bands, self.headroom,
+                                                stale), plan, stale)
         summary.update(cluster_requests=requests, resume=done, **({'left_out': left_out} if left_out else {}))
         markdown = (P.to_markdown(summary) + cluster.to_markdown(requests, self.runners, slurm_notes)
-                    + resume.to_markdown(done))
+                    + resume.to_markdown(done) + (f'\n{self.reuse_line}\n' if self.reuse_line else ''))
         paths = P.write(summary, plan, os.path.join(work_dir, 'plan'), markdown)
         print('\n' + markdown + f"\nPlan written to {paths['md']} and {paths['json']}\n", flush=True)
         if problems and self.on_problem == 'error' and not dry_run():

@@ -45,7 +45,8 @@ class DatasetProgress:
     model: str
     dataset: str
     band: str
-    state: str                # 'done' (predictions file), 'partial' (saved batches) or 'todo'
+    state: str                # 'done' (predictions file), 'partial' (saved batches), 'todo' or 'restart' (saved
+                              # predictions that do not match the dataset: set aside, the dataset redone)
     rows: int
     saved: int                # samples predicted: all of a done dataset, the saved batches of a partial one
     prompt_tokens_left: int
@@ -60,12 +61,14 @@ def _band(ld, edges) -> str:
 
 
 def progress(combinations: Sequence[Dict], plan: Dict, out_dir: str, bands: Optional[Sequence[str]] = None,
-             headroom: float = P.SIZE_HEADROOM) -> List[DatasetProgress]:
+             headroom: float = P.SIZE_HEADROOM, stale: Sequence = ()) -> List[DatasetProgress]:
     """One entry per (model, dataset) of the run. ``out_dir``: the predictions directory; ``plan``: the run's plan
-    (:func:`~opencompass_longctx.plan.make_plan` on the same combinations)."""
+    (:func:`~opencompass_longctx.plan.make_plan` on the same combinations); ``stale``: the saved predictions that do
+    not match their dataset (:func:`opencompass_longctx.resume_check.stale_predictions`): those datasets restart."""
     from opencompass.utils import get_infer_output_path, model_abbr_from_cfg
     edges = P.band_edges(bands)
     task_of = {(t.model, a): t for t in plan['tasks'] for a in t.datasets}
+    restart = {(s.model, s.dataset): s for s in stale}
     out: List[DatasetProgress] = []
     for comb in combinations:
         for model in comb['models']:
@@ -73,6 +76,13 @@ def progress(combinations: Sequence[Dict], plan: Dict, out_dir: str, bands: Opti
             tok = []                                          # the model's tokenizer, loaded once when needed
             for d in comb['datasets']:
                 final = get_infer_output_path(model, d, out_dir)
+                redo = restart.get((abbr, d.get('abbr')))
+                if redo is not None:
+                    ld = P.dataset_load(d, model.get('max_out_len'))
+                    out.append(DatasetProgress(abbr, ld.abbr, _band(ld, edges), 'restart', ld.rows, 0,
+                                               ld.prompt_tokens, ld.exact, tmp=os.path.relpath(redo.path, out_dir),
+                                               note=redo.reason))
+                    continue
                 if os.path.exists(final):
                     try:
                         ld = P.dataset_load(d, model.get('max_out_len'))
@@ -106,8 +116,9 @@ def progress(combinations: Sequence[Dict], plan: Dict, out_dir: str, bands: Opti
     return out
 
 
-def summarize(entries: Sequence[DatasetProgress], plan: Dict) -> Dict:
-    """Per (model, band): tasks left, datasets and samples done, and what is left (tokens, GPU-hours)."""
+def summarize(entries: Sequence[DatasetProgress], plan: Dict, stale: Sequence = ()) -> Dict:
+    """Per (model, band): tasks left, datasets and samples done, and what is left (tokens, GPU-hours); ``stale``: the
+    datasets that restart from zero and why (:func:`opencompass_longctx.resume_check.stale_predictions`)."""
     rows: Dict[Tuple[str, str], Dict] = {}
     for e in entries:
         r = rows.setdefault((e.model, e.band), {
@@ -142,10 +153,12 @@ def summarize(entries: Sequence[DatasetProgress], plan: Dict) -> Dict:
                                                   'prompt_tokens_left')}
     costed = [r['gpu_hours_left'] for r in table if r['gpu_hours_left'] is not None]
     total['gpu_hours_left'] = sum(costed) if costed else None
-    return {'resumed': any(e.saved for e in entries), 'bands': table, 'total': total,
+    return {'resumed': any(e.saved for e in entries) or bool(stale), 'bands': table, 'total': total,
+            'restarted': [{'model': s.model, 'dataset': s.dataset, 'file': s.path, 'reason': s.reason,
+                           'set_aside_as': s.moved_to} for s in stale],
             'partial': [{'model': e.model, 'dataset': e.dataset, 'saved': e.saved, 'rows': e.rows, 'tmp': e.tmp}
                         for e in entries if e.state == 'partial'],
-            'notes': [f'{e.model}/{e.dataset}: {e.note}' for e in entries if e.note]}
+            'notes': [f'{e.model}/{e.dataset}: {e.note}' for e in entries if e.note and e.state != 'restart']}
 
 
 def to_markdown(summary: Dict) -> str:
@@ -174,6 +187,12 @@ def to_markdown(summary: Dict) -> str:
         lines += [f"- {p['model']}/{p['dataset']}: {p['saved']} of {p['rows']} samples saved ({p['tmp']})"
                   for p in summary['partial']]
     lines += [f'- {n}' for n in summary['notes']]
+    if summary.get('restarted'):
+        lines += ['', 'Restarting from zero (saved predictions that do not match the current dataset; the file is kept, '
+                      'renamed, never reused):']
+        lines += [f"- {r['model']}/{r['dataset']}: {r['reason']}; {r['file']} "
+                  + (f"set aside as {r['set_aside_as']}" if r['set_aside_as'] else 'will be set aside (.set-aside-<time>)')
+                  for r in summary.get('restarted', [])]
     lines.append('Samples done count each predicted dataset\'s rows; prompt tokens and GPU-hours left of a partly '
                  'saved dataset are its share of samples left (est.).')
     return '\n'.join(lines) + '\n'

@@ -71,9 +71,10 @@ def shard_count(shards, model_abbr: str, band: str) -> int:
 
 def make_plan(combinations: Sequence[Dict], bands: Optional[Sequence[str]] = None, shards=1,
               cost: Optional[Dict] = None, out_dir: Optional[str] = None, batch_cap: int = BATCH_CAP,
-              headroom: float = SIZE_HEADROOM) -> Dict:
+              headroom: float = SIZE_HEADROOM, redo: Sequence = ()) -> Dict:
     """The tasks and costs of a run. ``combinations``: ``[{'models': [...], 'datasets': [...]}]`` as OpenCompass's
-    partitioners receive them. ``out_dir``: the predictions directory (datasets already predicted are skipped)."""
+    partitioners receive them. ``out_dir``: the predictions directory (datasets already predicted are skipped, except
+    the ``(model abbr, dataset abbr)`` pairs in ``redo``: saved predictions a resume sets aside)."""
     from opencompass.utils import get_infer_output_path, model_abbr_from_cfg
     if isinstance(headroom, bool) or not isinstance(headroom, (int, float)) or headroom < 1:
         raise PlanError(f'headroom must be a number >= 1 (model tokens per data token, at least), got {headroom!r}')
@@ -87,7 +88,8 @@ def make_plan(combinations: Sequence[Dict], bands: Optional[Sequence[str]] = Non
             model_tok = model_tokenizer(model) if is_lmdeploy(model) else None
             by_band: Dict[int, List] = {}
             for d in comb['datasets']:
-                if out_dir and os.path.exists(get_infer_output_path(model, d, out_dir)):
+                if (out_dir and (abbr, d.get('abbr')) not in redo
+                        and os.path.exists(get_infer_output_path(model, d, out_dir))):
                     skipped.append((abbr, d.get('abbr')))
                     continue
                 ld = dataset_load(d, model.get('max_out_len'), model_tok)

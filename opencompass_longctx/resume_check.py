@@ -1,0 +1,229 @@
+"""What a resume (``opencompass ... -r``) checks before it reuses anything.
+
+Saved predictions. OpenCompass reuses every finished predictions file (``predictions/<model>/<dataset>.json``) and
+continues an interrupted dataset at ``len(tmp)`` of its saved batches (``tmp_<dataset>.jsonl``); it never looks at
+what they hold. A run resumed under another config (another prompt variant, other samples) would mix two datasets
+under one name, and a saved index outside the dataset ends the task with ``KeyError``. :func:`stale_predictions`
+compares each saved entry with the current dataset: its indices must be ``0..n-1`` of the current dataset (all of
+them for a finished file), each message of the current prompt (after the dataset's prompt template, as
+GenInferencer renders it) must appear verbatim and in order in the saved ``origin_prompt`` (the model's meta
+template only adds text around them), and the saved ``gold`` must equal the current one. A file that differs is set
+aside (renamed to ``<file>.set-aside-<time>``, with the dataset's results file, so its evaluation runs again) and
+the dataset is redone from its first sample; the plan (``--dry-run -r`` too) lists each one with the reason.
+
+Nothing to resume. ``-r`` in a directory no run has used (a mistyped ``-w`` or timestamp) makes OpenCompass log
+"No previous results to reuse!" and start the whole run. :func:`check_reuse` stops it with one line that names the
+directory: it asks on a terminal, and otherwise refuses unless ``LONGCTX_START_FRESH=1``.
+"""
+import contextlib
+import dataclasses
+import io
+import json
+import os
+import sys
+import time
+from typing import Dict, List, Optional, Sequence, Tuple
+
+START_FRESH_ENV = 'LONGCTX_START_FRESH'
+SET_ASIDE = '.set-aside-'
+
+
+class NothingToResume(RuntimeError):
+    """``-r`` names a directory that holds no earlier run."""
+
+
+@dataclasses.dataclass
+class Stale:
+    """Saved predictions of one (model, dataset) that do not belong to the current dataset."""
+    model: str
+    dataset: str
+    path: str          # the saved file (a finished predictions file or OpenCompass's tmp_*.jsonl)
+    reason: str
+    results: str = ''  # the dataset's results file, set aside with it when present
+    moved_to: str = ''
+
+
+# ---- the current dataset, as GenInferencer renders it -------------------------------------------------------------
+
+def current_samples(dataset_cfg: Dict) -> List[Tuple[List[str], object]]:
+    """Each sample's prompt messages (text) and gold answer, as OpenCompass's GenInferencer makes them (the same
+    retriever and prompt template; no model: its meta template is not applied)."""
+    from opencompass.registry import ICL_PROMPT_TEMPLATES, ICL_RETRIEVERS
+    from opencompass.utils import build_dataset_from_cfg
+    dataset = build_dataset_from_cfg(dataset_cfg)
+    infer_cfg = dataset_cfg['infer_cfg']
+    retriever = ICL_RETRIEVERS.build(dict(infer_cfg['retriever'], dataset=dataset))
+    ice_template, prompt_template = (ICL_PROMPT_TEMPLATES.build(infer_cfg[k]) if k in infer_cfg else None
+                                     for k in ('ice_template', 'prompt_template'))
+    replace = infer_cfg.get('inferencer', {}).get('gen_field_replace_token', '')
+    reader = retriever.dataset_reader
+    golds = reader.dataset['test'][reader.output_column] if reader.output_column else None
+    out = []
+    for idx, ice_idx in enumerate(retriever.retrieve()):
+        ice = retriever.generate_ice(ice_idx, ice_template=ice_template)
+        prompt = retriever.generate_prompt_for_generate_task(idx, ice, gen_field_replace_token=replace,
+                                                             ice_template=ice_template, prompt_template=prompt_template)
+        out.append((_pieces(prompt), None if golds is None else golds[idx]))
+    return out
+
+
+def _pieces(prompt) -> List[str]:
+    """The text of a prompt: a string, or each message of a PromptList / chat list (section markers skipped)."""
+    if isinstance(prompt, str):
+        return [prompt]
+    texts = []
+    for item in prompt:
+        if isinstance(item, str):
+            texts.append(item)
+        elif isinstance(item, dict):
+            text = item.get('prompt', item.get('content'))
+            if isinstance(text, str):
+                texts.append(text)
+    return [t for t in texts if t]
+
+
+def _contains_in_order(saved: List[str], pieces: List[str]) -> bool:
+    text, pos = '\n'.join(saved), 0
+    for piece in pieces:
+        pos = text.find(piece, pos)
+        if pos < 0:
+            return False
+        pos += len(piece)
+    return True
+
+
+def _plain(value):
+    """A gold answer as it reads back from JSON (tuples are lists, other objects their str)."""
+    return json.loads(json.dumps(value, ensure_ascii=False, default=str))
+
+
+# ---- saved entries -----------------------------------------------------------------------------------------------
+
+def read_saved(path: str) -> Dict[str, Dict]:
+    """``{idx: entry}`` of a finished predictions file or of OpenCompass's tmp_*.jsonl (raises ValueError)."""
+    with open(path, encoding='utf-8') as f:
+        if path.endswith('.jsonl'):
+            entries = {}
+            for line in f:
+                if line.strip():
+                    item = json.loads(line)
+                    entries[str(item.pop('idx'))] = item
+            return entries
+        data = json.load(f)
+    if not isinstance(data, dict):
+        raise ValueError('not a JSON object keyed by sample index')
+    return data
+
+
+def mismatch(saved: Dict[str, Dict], current: List[Tuple[List[str], object]], finished: bool) -> str:
+    """Why saved entries do not belong to the current dataset ('' when each one does)."""
+    n = len(current)
+    keys = set(saved)
+    expected = {str(i) for i in range(len(saved))}
+    outside = sorted(k for k in keys if not (k.isdigit() and int(k) < n))
+    if outside:
+        return (f"sample index {', '.join(outside[:3])}{' ...' if len(outside) > 3 else ''} is outside the current "
+                f'dataset of {n} samples')
+    if keys != expected:
+        missing = sorted(expected - keys, key=int)
+        return f"the saved samples are not the first {len(saved)} (missing index {', '.join(missing[:3])})"
+    if finished and len(saved) != n:
+        return f'the finished predictions hold {len(saved)} samples, the current dataset has {n}'
+    for i in range(len(saved)):
+        entry, (pieces, gold) = saved[str(i)], current[i]
+        if not isinstance(entry, dict):
+            return f'sample {i} is not a saved prediction'
+        if 'gold' in entry and gold is not None and entry['gold'] != _plain(gold):
+            return f'sample {i}: the saved gold answer differs from the current dataset\'s'
+        origin = entry.get('origin_prompt')
+        if origin is None or not _contains_in_order(_pieces(origin) if not isinstance(origin, str) else [origin],
+                                                    pieces):
+            return f'sample {i}: the saved prompt differs from the current dataset\'s (another prompt or config)'
+    return ''
+
+
+def stale_predictions(combinations: Sequence[Dict], out_dir: str) -> List[Stale]:
+    """Every saved predictions file (finished or tmp) of the run that does not match its current dataset."""
+    from opencompass.utils import get_infer_output_path, model_abbr_from_cfg
+
+    from .resume import tmp_path
+    results_dir = os.path.join(os.path.dirname(os.path.normpath(out_dir)), 'results')
+    stale: List[Stale] = []
+    for comb in combinations:
+        for model in comb['models']:
+            for d in comb['datasets']:
+                final = get_infer_output_path(model, d, out_dir)
+                path = final if os.path.exists(final) else tmp_path(final)
+                if not os.path.exists(path):
+                    continue
+                try:
+                    saved = read_saved(path)
+                except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                    continue        # unreadable: OpenCompass moves a tmp file aside itself (resume.saved_samples)
+                if not saved:
+                    continue
+                reason = mismatch(saved, current_samples(d), path == final)
+                if reason:
+                    stale.append(Stale(model_abbr_from_cfg(model), d.get('abbr', ''), path, reason,
+                                       get_infer_output_path(model, d, results_dir)))
+    return stale
+
+
+def set_aside(stale: Sequence[Stale], logger=None) -> None:
+    """Rename each stale file (and its dataset's results file) to ``<file>.set-aside-<time>``: kept, never reused."""
+    stamp = time.strftime('%Y%m%d_%H%M%S')
+    for s in stale:
+        s.moved_to = s.path + SET_ASIDE + stamp
+        os.replace(s.path, s.moved_to)
+        if s.results and os.path.exists(s.results):
+            os.replace(s.results, s.results + SET_ASIDE + stamp)
+        if logger is not None:
+            logger.warning(f'resume: {s.model}/{s.dataset} starts from zero: {s.reason}; {s.path} set aside as '
+                           f'{s.moved_to}')
+
+
+# ---- -r where nothing was run --------------------------------------------------------------------------------------
+
+def reuse_requested() -> Optional[str]:
+    """The ``-r/--reuse`` value of the running ``opencompass`` command (read with its own parser), or None."""
+    cli = sys.modules.get('opencompass.cli.main')
+    if cli is None:
+        return None
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            return cli.parse_args().reuse
+    except SystemExit:
+        return None
+
+
+def nothing_to_resume(work_dir: str) -> bool:
+    """No predictions, results or task logs of an earlier run in the run directory."""
+    for sub in ('predictions', 'results', 'logs'):
+        for _, _, files in os.walk(os.path.join(work_dir, sub)):
+            if files:
+                return False
+    return True
+
+
+_confirmed: List[str] = []   # run directories the user agreed to start from zero (asked once per process)
+
+
+def check_reuse(work_dir: str, dry: bool) -> str:
+    """'' unless ``-r`` was given for a directory with nothing to resume; then the plan's line, after asking on a
+    terminal (raises :class:`NothingToResume` on no, or without a terminal unless ``LONGCTX_START_FRESH=1``)."""
+    if not reuse_requested() or not nothing_to_resume(work_dir) or work_dir in _confirmed:
+        return ''
+    line = f'-r: nothing to resume in {work_dir} (no predictions, results or logs of an earlier run there)'
+    if dry:
+        return line + '; the run would start from zero.'
+    if os.environ.get(START_FRESH_ENV) == '1':
+        _confirmed.append(work_dir)
+        return line + f'; starting from zero ({START_FRESH_ENV}=1).'
+    if sys.stdin is not None and sys.stdin.isatty():
+        answer = input(line + '. Start the whole run from zero there? [y/N] ')
+        if answer.strip().lower() in ('y', 'yes'):
+            _confirmed.append(work_dir)
+            return line + '; starting from zero (confirmed).'
+        raise NothingToResume(line + '; stopped. Check -w and the -r timestamp.')
+    raise NothingToResume(line + f'. Check -w and the -r timestamp, or set {START_FRESH_ENV}=1 (or drop -r) to '
+                                 'start from zero.')

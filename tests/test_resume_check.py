@@ -1,0 +1,97 @@
+"""What a resume checks (opencompass_longctx.resume_check), through the real `opencompass` command with the rule
+reader: `-r` where nothing ran stops with one line naming the directory (LONGCTX_START_FRESH=1 starts from zero);
+a run made under the official BABILong prompts and resumed with `-r` under the cleaned ones keeps the saved
+predictions whose prompts did not change, sets aside (renamed, kept) those whose prompts changed, finished or saved
+batches, and a saved batch with an index outside the dataset, and redoes those datasets from zero; the dry run
+says which restart and why, and moves nothing."""
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO
+from opencompass_longctx import resume_check
+
+CONFIG = REPO / 'tests' / 'configs' / 'resume_check.py'
+MODEL = 'rule-reader'
+
+
+def _opencompass(cwd, env, *args, stdin=subprocess.DEVNULL):
+    exe = Path(sys.executable).with_name('opencompass')
+    return subprocess.run([str(exe), str(CONFIG), '-w', 'out', *args], cwd=cwd, env=dict(os.environ, **env),
+                          stdin=stdin, capture_output=True, text=True, timeout=900)
+
+
+def _saved_line(entries, idx, as_idx=None):
+    return json.dumps({'idx': as_idx or idx, **entries[idx]}, ensure_ascii=False) + '\n'
+
+
+def test_resume_under_other_prompts_redoes_what_changed(tmp_path):
+    from opencompass_longctx.babilong.prompts import prompt_parts
+    from opencompass_longctx.demo import babilong_data
+    babilong_data.write(str(tmp_path / 'babilong'), tiers=('0k',), tasks=['qa1', 'qa2', 'qa3', 'qa4'], samples=2)
+    env = {'LONGCTX_TEST_DATA': str(tmp_path / 'babilong'), 'LONGCTX_CACHE_DIR': str(tmp_path / 'cache'),
+           'LONGCTX_TEST_PROMPTS': 'official'}
+    env.pop(resume_check.START_FRESH_ENV, None)
+
+    # -r in a directory where nothing ran: one line naming it, and no task starts
+    empty = _opencompass(tmp_path, env, '-r')
+    assert empty.returncode != 0
+    (run,) = glob.glob(str(tmp_path / 'out' / '*'))
+    text = empty.stdout + empty.stderr
+    assert f'-r: nothing to resume in {os.path.join("out", os.path.basename(run))}' in text
+    assert f'set {resume_check.START_FRESH_ENV}=1 (or drop -r) to start from zero' in text
+    assert not os.path.exists(os.path.join(run, 'predictions')) and not os.path.exists(os.path.join(run, 'logs'))
+
+    # ... and with LONGCTX_START_FRESH=1 it starts from zero there (the official prompts)
+    first = _opencompass(tmp_path, dict(env, **{resume_check.START_FRESH_ENV: '1'}), '-r')
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert 'starting from zero (LONGCTX_START_FRESH=1)' in first.stdout
+    pred, res = Path(run, 'predictions', MODEL), Path(run, 'results', MODEL)
+    official = {t: json.loads((pred / f'babilong_{t}_0k.json').read_text()) for t in ('qa1', 'qa2', 'qa3', 'qa4')}
+    kept = (pred / 'babilong_qa1_0k.json').read_bytes()
+
+    # an interrupted state: qa2 has one saved batch and qa3 one whose index is outside the dataset (both official),
+    # qa1 and qa4 are finished
+    for t, line in (('qa2', _saved_line(official['qa2'], '0')), ('qa3', _saved_line(official['qa3'], '0', '5'))):
+        (pred / f'babilong_{t}_0k.json').unlink()
+        (res / f'babilong_{t}_0k.json').unlink()
+        (pred / f'tmp_babilong_{t}_0k.jsonl').write_text(line)
+    env['LONGCTX_TEST_PROMPTS'] = 'cleaned'
+
+    dry = _opencompass(tmp_path, env, '-r', '--dry-run')
+    assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
+    plan = json.loads(Path(run, 'plan', 'longctx_plan.json').read_text())
+    restarted = {r['dataset']: r for r in plan['resume']['restarted']}
+    assert sorted(restarted) == ['babilong_qa2_0k', 'babilong_qa3_0k', 'babilong_qa4_0k']
+    assert 'the saved prompt differs' in restarted['babilong_qa2_0k']['reason']
+    assert 'sample index 5 is outside the current dataset of 2 samples' in restarted['babilong_qa3_0k']['reason']
+    assert 'the saved prompt differs' in restarted['babilong_qa4_0k']['reason']
+    assert 'Restarting from zero' in dry.stdout and 'will be set aside' in dry.stdout
+    assert sorted(plan['task_list'][0]['datasets']) == ['babilong_qa2_0k', 'babilong_qa3_0k', 'babilong_qa4_0k']
+    assert (pred / 'tmp_babilong_qa2_0k.jsonl').exists() and (pred / 'babilong_qa4_0k.json').exists()  # not moved
+
+    resumed = _opencompass(tmp_path, env, '-r')
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    logs = '\n'.join(p.read_text() for p in Path(run, 'logs').rglob('*.out'))
+    assert 'Traceback' not in logs and 'KeyError' not in logs
+    aside = sorted(p.name.split(resume_check.SET_ASIDE)[0] for p in pred.glob(f'*{resume_check.SET_ASIDE}*'))
+    assert aside == ['babilong_qa4_0k.json', 'tmp_babilong_qa2_0k.jsonl', 'tmp_babilong_qa3_0k.jsonl']
+    assert [p.name.split(resume_check.SET_ASIDE)[0] for p in res.glob(f'*{resume_check.SET_ASIDE}*')] == \
+        ['babilong_qa4_0k.json']
+    assert (pred / 'babilong_qa1_0k.json').read_bytes() == kept          # same prompts: reused as it was
+    cleaned = {t: prompt_parts(t, 'cleaned')['instruction'] for t in ('qa2', 'qa4')}
+    old = {t: prompt_parts(t, 'official')['instruction'] for t in ('qa2', 'qa4')}
+    for t in ('qa2', 'qa4'):                                             # every sample under the cleaned prompts
+        final = json.loads((pred / f'babilong_{t}_0k.json').read_text())
+        assert sorted(final) == ['0', '1']
+        for entry in final.values():
+            prompt = json.dumps(entry['origin_prompt'], ensure_ascii=False)
+            assert json.dumps(cleaned[t], ensure_ascii=False)[1:-1] in prompt
+            assert json.dumps(old[t], ensure_ascii=False)[1:-1] not in prompt
+        assert (res / f'babilong_{t}_0k.json').exists()
+    assert sorted(json.loads((pred / 'babilong_qa3_0k.json').read_text())) == ['0', '1']
+    assert (res / 'babilong_qa3_0k.json').exists()
