@@ -95,3 +95,57 @@ def test_resume_under_other_prompts_redoes_what_changed(tmp_path):
         assert (res / f'babilong_{t}_0k.json').exists()
     assert sorted(json.loads((pred / 'babilong_qa3_0k.json').read_text())) == ['0', '1']
     assert (res / 'babilong_qa3_0k.json').exists()
+
+
+def _as_cli(monkeypatch, *argv):
+    """The state check_reuse reads in the `opencompass` process: its CLI module loaded and its argv."""
+    import opencompass.cli.main as cli
+    monkeypatch.setitem(sys.modules, 'opencompass.cli.main', cli)
+    monkeypatch.setattr(sys, 'argv', ['opencompass', 'cfg.py', *argv])
+
+
+class _Tty:
+    def __init__(self, answer):
+        self.answer = answer
+
+    def isatty(self):
+        return True
+
+    def readline(self):
+        return self.answer + '\n'
+
+
+def test_reuse_of_an_empty_run_dir_asks_on_a_terminal(tmp_path, monkeypatch, capsys):
+    import pytest
+    run = str(tmp_path / 'out' / '20261202_101010')
+    os.makedirs(os.path.join(run, 'configs'))
+    monkeypatch.delenv(resume_check.START_FRESH_ENV, raising=False)
+    monkeypatch.setattr(resume_check, '_confirmed', [])
+    _as_cli(monkeypatch)                                          # no -r: nothing asked
+    assert resume_check.check_reuse(run, dry=False) == ''
+    _as_cli(monkeypatch, '-r')
+    assert 'the run would start from zero' in resume_check.check_reuse(run, dry=True)
+    monkeypatch.setattr(sys, 'stdin', _Tty('n'))
+    with pytest.raises(resume_check.NothingToResume, match='stopped. Check -w'):
+        resume_check.check_reuse(run, dry=False)
+    assert f'nothing to resume in {run}' in capsys.readouterr().out    # the question names the directory
+    monkeypatch.setattr(sys, 'stdin', _Tty('y'))
+    assert 'starting from zero (confirmed)' in resume_check.check_reuse(run, dry=False)
+    assert resume_check.check_reuse(run, dry=False) == ''        # asked once per process (the eval stage too)
+    other = str(tmp_path / 'out' / 'earlier')
+    os.makedirs(os.path.join(other, 'logs', 'infer'))
+    Path(other, 'logs', 'infer', 'x.out').write_text('')
+    monkeypatch.setattr(sys, 'stdin', _Tty('n'))
+    assert resume_check.check_reuse(other, dry=False) == ''      # an earlier run's logs: something to resume
+
+
+def test_mismatch_reasons():
+    current = [(['Question one'], 'a'), (['Question two'], 'b')]
+    saved = {'0': {'origin_prompt': [{'role': 'HUMAN', 'prompt': '<s>Question one</s>'}], 'gold': 'a'}}
+    assert resume_check.mismatch(saved, current, finished=False) == ''
+    assert 'hold 1 samples, the current dataset has 2' in resume_check.mismatch(saved, current, finished=True)
+    assert 'gold answer differs' in resume_check.mismatch({'0': dict(saved['0'], gold='z')}, current, False)
+    assert 'prompt differs' in resume_check.mismatch({'0': dict(saved['0'], origin_prompt='Question two')},
+                                                     current, False)
+    assert 'missing index 0' in resume_check.mismatch({'1': saved['0']}, current, False)
+    assert 'index 7 is outside' in resume_check.mismatch({'0': saved['0'], '7': saved['0']}, current, False)
