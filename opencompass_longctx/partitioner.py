@@ -93,7 +93,7 @@ class LongCtxPartitioner(BasePartitioner):
         # each model's datasets: its max_tier, NoLiMa in its own tokenizer, LongBioBench cells that fit their tier
         model_dataset_combinations, left_out = selection.expand(model_dataset_combinations)
         # a resume reuses only saved predictions of the current datasets: the others are set aside and redone
-        stale = resume_check.stale_predictions(model_dataset_combinations, out_dir)
+        stale, unchecked = resume_check.stale_predictions(model_dataset_combinations, out_dir)
         if stale and not dry_run():
             from opencompass.utils import get_logger
             resume_check.set_aside(stale, get_logger())
@@ -107,6 +107,7 @@ class LongCtxPartitioner(BasePartitioner):
         summary = P.summarize(plan, problems)
         done = resume.summarize(resume.progress(model_dataset_combinations, plan, out_dir, self.bands, self.headroom,
                                                 stale), plan, stale)
+        done['notes'] += unchecked
         summary.update(cluster_requests=requests, resume=done, **({'left_out': left_out} if left_out else {}))
         markdown = (P.to_markdown(summary) + cluster.to_markdown(requests, self.runners, slurm_notes)
                     + resume.to_markdown(done) + (f'\n{self.reuse_line}\n' if self.reuse_line else ''))

@@ -142,13 +142,15 @@ def mismatch(saved: Dict[str, Dict], current: List[Tuple[List[str], object]], fi
     return ''
 
 
-def stale_predictions(combinations: Sequence[Dict], out_dir: str) -> List[Stale]:
-    """Every saved predictions file (finished or tmp) of the run that does not match its current dataset."""
+def stale_predictions(combinations: Sequence[Dict], out_dir: str) -> Tuple[List[Stale], List[str]]:
+    """Every saved predictions file (finished or tmp) of the run that does not match its current dataset, and a note
+    for each one that could not be checked (its dataset does not build: the file is kept and reused as before)."""
     from opencompass.utils import get_infer_output_path, model_abbr_from_cfg
 
     from .resume import tmp_path
     results_dir = os.path.join(os.path.dirname(os.path.normpath(out_dir)), 'results')
     stale: List[Stale] = []
+    unchecked: List[str] = []
     for comb in combinations:
         for model in comb['models']:
             for d in comb['datasets']:
@@ -162,11 +164,18 @@ def stale_predictions(combinations: Sequence[Dict], out_dir: str) -> List[Stale]
                     continue        # unreadable: OpenCompass moves a tmp file aside itself (resume.saved_samples)
                 if not saved:
                     continue
-                reason = mismatch(saved, current_samples(d), path == final)
+                try:
+                    current = current_samples(d)
+                except Exception as e:  # noqa: BLE001 - the run's own checks and the task report the dataset
+                    unchecked.append(f'{model_abbr_from_cfg(model)}/{d.get("abbr", "")}: {os.path.basename(path)} '
+                                     f'not checked against the dataset, which does not build ({type(e).__name__}: '
+                                     f'{str(e).splitlines()[0] if str(e) else ""})')
+                    continue
+                reason = mismatch(saved, current, path == final)
                 if reason:
                     stale.append(Stale(model_abbr_from_cfg(model), d.get('abbr', ''), path, reason,
                                        get_infer_output_path(model, d, results_dir)))
-    return stale
+    return stale, unchecked
 
 
 def set_aside(stale: Sequence[Stale], logger=None) -> None:
