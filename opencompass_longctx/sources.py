@@ -17,6 +17,7 @@ import argparse
 import glob
 import json
 import os
+import shlex
 import sys
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
@@ -36,11 +37,23 @@ class DataIntegrityError(ValueError):
 
 @dataclass
 class Source:
-    """One downloadable data set: a name, a hub repo and how to get it by hand."""
+    """One downloadable data set: a name, a hub repo and how to get it by hand.
+
+    ``hint_template`` is the how-to-get text shown in errors, with ``{dir}`` where the directory goes: the
+    directory the loader will read (:func:`download_dir`), spelled out, so that the command works when pasted."""
     name: str                    # directory name under $COMPASS_DATA_CACHE
     hub_repo: Optional[str]      # Hugging Face dataset repo, or None
-    how_to_get: str              # shown in errors and the README
+    hint_template: str
     legacy_dirs: List[str] = field(default_factory=list)  # relative to $COMPASS_DATA_CACHE
+
+    def hint(self, path: Optional[str] = None) -> str:
+        """How to get the data into the directory a load with ``path=`` (None: the default) reads."""
+        return self.hint_template.format(dir=shlex.quote(download_dir(self, path)))
+
+    @property
+    def how_to_get(self) -> str:
+        """The hint for a load without ``path=``."""
+        return self.hint(None)
 
 
 def download_enabled(flag: Optional[bool]) -> bool:
@@ -53,6 +66,12 @@ def default_download_root(source: Source) -> str:
     base = os.environ.get('COMPASS_DATA_CACHE') or os.path.join(
         os.path.expanduser('~'), '.cache', 'opencompass_longctx', 'data')
     return os.path.join(base, source.name)
+
+
+def download_dir(source: Source, path: Optional[str] = None) -> str:
+    """The absolute directory a download goes to and a load then reads first: ``path`` when given, else
+    ``$COMPASS_DATA_CACHE/<name>``, else ``~/.cache/opencompass_longctx/data/<name>``."""
+    return os.path.abspath(os.path.expanduser(path) if path else default_download_root(source))
 
 
 def search_roots(source: Source, path: Optional[str] = None) -> List[str]:
@@ -152,7 +171,7 @@ def find_file(source: Source, candidates: Sequence[str], path: Optional[str] = N
         return fetch(source, candidates[0], revision=revision, path=path)
     searched = '\n'.join(f'  {os.path.join(r, c)}' for r in roots for c in candidates)
     raise DataNotFoundError(
-        f'{source.name}: {what} not found. Searched:\n{searched}\n{source.how_to_get}\n'
+        f'{source.name}: {what} not found. Searched:\n{searched}\n{source.hint(path)}\n'
         f'Or set download=True in the dataset config (or LONGCTX_DOWNLOAD=1) to fetch it from the '
         f'Hugging Face hub ({source.hub_repo}).')
 

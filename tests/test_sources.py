@@ -5,7 +5,7 @@ import pytest
 from opencompass_longctx.sources import (MANIFEST, DataIntegrityError, DataNotFoundError, Source, find_file,
                                          write_manifest)
 
-SRC = Source(name='bench', hub_repo='someone/bench', how_to_get='Run: get-bench --here',
+SRC = Source(name='bench', hub_repo='someone/bench', hint_template='Run: get-bench --here',
              legacy_dirs=['data/bench_legacy'])
 
 

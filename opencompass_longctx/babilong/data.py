@@ -28,13 +28,13 @@ SAMPLE_SOURCES = ('100', '1000', 'official', 'generated')
 SOURCE_100 = Source(
     name='babilong', hub_repo='RMT-team/babilong',
     legacy_dirs=['data/babilong/data', 'data/babilong'],
-    how_to_get=('Get it with:\n  huggingface-cli download RMT-team/babilong --repo-type dataset '
-                '--local-dir $COMPASS_DATA_CACHE/babilong\n(or point path= in the dataset config at a '
+    hint_template=('Get it with:\n  huggingface-cli download RMT-team/babilong --repo-type dataset '
+                   '--local-dir {dir}\n(or point path= in the dataset config at a '
                 'directory holding data/qaN/<LEN>.json).'))
 SOURCE_1000 = Source(
     name='babilong-1k-samples', hub_repo='RMT-team/babilong-1k-samples',
-    how_to_get=('Get it with:\n  huggingface-cli download RMT-team/babilong-1k-samples --repo-type dataset '
-                '--local-dir $COMPASS_DATA_CACHE/babilong-1k-samples\n(or point path= at a directory holding '
+    hint_template=('Get it with:\n  huggingface-cli download RMT-team/babilong-1k-samples --repo-type dataset '
+                   '--local-dir {dir}\n(or point path= at a directory holding '
                 '<len>/qaN-*.parquet).'))
 
 

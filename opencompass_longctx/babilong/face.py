@@ -74,7 +74,7 @@ def check_files(d: Dict) -> List[str]:
                     'and making it needs ' + ', '.join(missing)]
     if not any(os.path.isdir(r) for r in roots):
         return [f'{src.name} data ({src.hub_repo}) not found: none of ' + ', '.join(roots) + ' exists.\n'
-                + src.how_to_get]
+                + src.hint(d.get('path'))]
     bdata.check_available(task, tier, src)
     find_file(src, candidates, path=d.get('path'), download=False, what=what)
     return []

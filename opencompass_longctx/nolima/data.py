@@ -32,13 +32,13 @@ LAYOUT_PREFIXES = ('', 'data/')
 
 SOURCE = Source(
     name='nolima', hub_repo=HUB_REPO,
-    how_to_get=(
+    hint_template=(
         'NoLiMa is under the Adobe Research Licence (non-commercial research only; the haystack books carry '
         'their own licences, see haystack/LICENSES.md); the package does not ship it. Get it with:\n'
         f'  huggingface-cli download {HUB_REPO} --repo-type dataset --revision {NOLIMA_REVISION} '
-        '--local-dir $COMPASS_DATA_CACHE/nolima\n'
+        '--local-dir {dir}\n'
         '(or point path= in the dataset config, or $NOLIMA_DATA, at a directory in that layout), then record '
-        'the files\' sha256 with:\n  python -m opencompass_longctx.sources manifest $COMPASS_DATA_CACHE/nolima'))
+        'the files\' sha256 with:\n  python -m opencompass_longctx.sources manifest {dir}'))
 
 
 def needle_relpath(variant: str) -> str:
@@ -79,14 +79,14 @@ def locate(relpaths: Sequence[str], path: Optional[str] = None, download: Option
             missing = '\n'.join(f'  {os.path.join(root, rel)}' for rel, p in found.items() if p is None)
             raise DataNotFoundError(
                 f'NoLiMa data directory {root} is incomplete: these files of {what} are missing:\n'
-                f'{missing}\n{SOURCE.how_to_get}')
+                f'{missing}\n{SOURCE.hint(path)}')
     if download_enabled(download):
         return _download(relpaths, path, revision)
     searched = '\n'.join(f'  {r}' for r in roots)
     listing = '\n'.join(f'  {rel}' for rel in relpaths)
     raise DataNotFoundError(
         f'NoLiMa data not found: {what} ({len(relpaths)} file{"s" if len(relpaths) != 1 else ""}):\n{listing}\n'
-        f'was looked for under each of\n{searched}\n{SOURCE.how_to_get}\n'
+        f'was looked for under each of\n{searched}\n{SOURCE.hint(path)}\n'
         f'Or set download=True in the dataset config (or LONGCTX_DOWNLOAD=1) to fetch them from the Hugging '
         f'Face hub ({HUB_REPO} at revision {revision or NOLIMA_REVISION}).')
 
