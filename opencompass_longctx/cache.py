@@ -57,6 +57,10 @@ class CachePermissionError(PermissionError):
     """The cache cannot be written (an entry must be built) or an entry cannot be read by this user."""
 
 
+class CacheDiskFullError(OSError):
+    """The disk (or quota) of the cache filled up while an entry was built; the entry's files were removed."""
+
+
 class EntryDamaged(ValueError):
     """A cache entry whose files do not match its meta.json."""
 
@@ -163,6 +167,33 @@ def _not_readable(entry: str, e: OSError) -> CachePermissionError:
         "(chmod -R a+rX, or g+rX for a group), or set LONGCTX_CACHE_DIR to a directory of your own.")
 
 
+_FULL = (errno.ENOSPC, getattr(errno, 'EDQUOT', errno.ENOSPC))
+
+
+def _mib(n: int) -> str:
+    return f'{n / (1 << 20):.1f} MiB'
+
+
+def _disk_full(what: str, where: str, tmp: Optional[str], e: OSError) -> CacheDiskFullError:
+    """The error for a cache build that ran out of space: what, where, how much it had written, what is free."""
+    written = 0
+    for dirpath, _, names in os.walk(tmp or ''):
+        for n in names:
+            try:
+                written += os.path.getsize(os.path.join(dirpath, n))
+            except OSError:
+                pass
+    try:
+        free = _mib(shutil.disk_usage(where).free)
+    except OSError:
+        free = 'unknown'
+    return CacheDiskFullError(e.errno, (
+        f'cannot build {what}: no space left in the cache directory {where} ({e.strerror or e}); '
+        f'{_mib(written)} of the entry had been written (removed again, nothing half written is kept), '
+        f'{free} free there now. Free space there, or set LONGCTX_CACHE_DIR to a directory on a disk with room '
+        'for the dataset (its size is about its prompts\' text, compressed).'))
+
+
 def _lock(path: str):
     """Create ``path`` and hold an exclusive lock on it until the returned fd is closed (None: no locks)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)
@@ -241,6 +272,8 @@ def write_entry(entry: str, fill: Callable[[str], Optional[Dict]], what: str) ->
     except OSError as e:
         if e.errno in _DENIED:
             raise _not_writable(what, parent, e) from e
+        if e.errno in _FULL:
+            raise _disk_full(what, parent, None, e) from e
         raise
     fd = None
     try:
@@ -260,6 +293,10 @@ def write_entry(entry: str, fill: Callable[[str], Optional[Dict]], what: str) ->
         else:
             os.unlink(os.path.join(entry, LOCK))
         return entry
+    except OSError as e:
+        if e.errno in _FULL:
+            raise _disk_full(what, parent, tmp, e) from e
+        raise
     finally:
         if fd is not None:
             os.close(fd)

@@ -68,3 +68,41 @@ def test_plan_check_hint_names_path(tmp_path, monkeypatch):
     given = str(tmp_path / 'mine')
     (problem,) = check_files(dict(task='qa1', tier='4k', path=given))
     assert _local_dir(problem) == given
+
+
+def _full_disk_mkdtemp(monkeypatch):
+    """Temporary entry directories whose data.arrow is /dev/full: every write of the build fails with ENOSPC, as
+    on a full disk (the real pyarrow and OS error path)."""
+    real = cache.tempfile.mkdtemp
+
+    def mkdtemp(**kw):
+        d = real(**kw)
+        os.symlink('/dev/full', os.path.join(d, 'data.arrow'))
+        return d
+    monkeypatch.setattr(cache.tempfile, 'mkdtemp', mkdtemp)
+
+
+@pytest.mark.skipif(not os.path.exists('/dev/full'), reason='needs /dev/full')
+def test_full_disk_during_a_build_names_the_cache_and_leaves_nothing(tmp_path, monkeypatch):
+    root = tmp_path / 'cache'
+    monkeypatch.setenv('LONGCTX_CACHE_DIR', str(root))
+    _full_disk_mkdtemp(monkeypatch)
+    c = cache.DatasetCache()
+    rows = ({'prompt': 'x' * 5000, 'i': i} for i in range(3000))
+    with pytest.raises(cache.CacheDiskFullError) as e:
+        c.get_or_build('ns', 'k' * 64, lambda: rows)
+    msg = str(e.value)
+    assert e.value.errno == errno.ENOSPC and isinstance(e.value, OSError)
+    assert str(root / 'ns') in msg and 'LONGCTX_CACHE_DIR' in msg and 'free there now' in msg
+    assert 'nothing half written' in msg
+    assert os.listdir(root / 'ns') == []  # no entry, no hidden temporary directory
+
+
+def test_full_disk_before_the_build_names_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv('LONGCTX_CACHE_DIR', str(tmp_path / 'cache'))
+
+    def full(**kw):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(cache.tempfile, 'mkdtemp', full)
+    with pytest.raises(cache.CacheDiskFullError, match='LONGCTX_CACHE_DIR'):
+        cache.DatasetCache().get_or_build('ns', 'k' * 64, lambda: [{'a': 'b'}])
