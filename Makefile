@@ -49,11 +49,12 @@ define step
 	@set -o pipefail; SECONDS=0; { $(2); } || { rc=$$?; $(if $(4),$(4);) printf '\nmake: step "%s" failed (exit status %s)\n  command: %s\n  try:     %s\n' $(call quote,$(1)) "$$rc" $(call quote,$(2)) $(call quote,$(3)) >&2; exit $$rc; }; printf '    (make %s: %s s)\n' $(call quote,$(1)) "$$SECONDS"
 endef
 
-.PHONY: help demo test venv torch install lmdeploy smollm2 system-deps clean FORCE
+.PHONY: help demo test venv torch install lmdeploy smollm2 system-deps gpu-install clean FORCE
 
 help:
 	@echo 'make demo         set up .venv and run the CPU demo (prints where its tier table and plots are)'
 	@echo 'make test         set up .venv, LMDeploy config classes, SmolLM2, system packages; run the tests'
+	@echo 'make gpu-install  a GPU machine: $(GPU_VENV) with LMDeploy 0.18.0 and torch 2.10.0 (one CUDA 12.8 stack)'
 	@echo 'set-up steps:     make venv | torch | install | lmdeploy | smollm2 | system-deps    (make clean: remove .venv and .lmdeploy)'
 	@echo 'variables:        PYTHON=$(PYTHON)  TORCH_SPEC=$(TORCH_SPEC)  TORCH_INDEX=$(TORCH_INDEX)  PYTEST_ARGS=$(PYTEST_ARGS)'
 
@@ -114,6 +115,15 @@ system-deps:
 	{ apt-get update && apt-get install -y --no-install-recommends -o DPkg::Lock::Timeout=600 $$missing; } || { rc=$$?; \
 	  printf '\nmake: step "system-deps" failed (exit status %s)\n  command: %s\n  try:     %s\n' "$$rc" "$$cmd" \
 	    "read apt's error above (another apt running? no network?) and run make again" >&2; exit $$rc; }
+
+# ---- a GPU machine (README: GPU install): its own environment, never the CPU one above ----
+# The [lmdeploy] extra pins torch 2.10.0, PyPI's CUDA 12.8 build, the CUDA major LMDeploy 0.18.0's wheels are built
+# with; the last step fails when packages of two CUDA majors ended up together (opencompass_longctx.models.cuda_stack).
+GPU_VENV ?= .venv-gpu
+gpu-install:
+	$(call step,gpu venv,$(PYTHON) -m venv $(GPU_VENV),on Debian or Ubuntu install the venv module (apt-get install python3-venv),rm -rf $(GPU_VENV))
+	$(call step,gpu-install,. $(GPU_VENV)/bin/activate && pip install -e ".[lmdeploy]",read pip's error above: a network error is worth a retry; CUDA wheels are several GB)
+	$(call step,cuda stack,$(GPU_VENV)/bin/python -m opencompass_longctx.models.cuda_stack,two CUDA majors: rm -rf $(GPU_VENV) and run make gpu-install again (a fresh environment))
 
 # ---- the two commands ----
 demo: $(STAMP_INSTALL)

@@ -32,9 +32,13 @@ setup(
     ],
     extras_require={
         'test': ['pytest>=7', 'gguf==0.19.0'],
-        # GPU machines only: LMDeploy brings its own CUDA build of torch. Pinned: the backend choice, the engine
-        # keys, the RoPE parsing and the memory arithmetic are checked against 0.18.0's code (README, LMDeploy).
-        'lmdeploy': ['lmdeploy==0.18.0'],
+        # GPU machines only. Pinned: the backend choice, the engine keys, the RoPE parsing and the memory arithmetic
+        # are checked against 0.18.0's code (README, LMDeploy). One CUDA stack: LMDeploy 0.18.0's PyPI wheels are
+        # built with CUDA 12.8 (TurboMind links libcudart.so.12, libcublas.so.12 and nvidia/nccl/lib/libnccl.so.2 of
+        # the nvidia-*-cu12 wheels it requires); torch 2.10.0 is the newest release that PyPI ships built for CUDA
+        # 12.8 within LMDeploy's torch<=2.12.1 (2.11 and later are CUDA 13 builds, whose nvidia-nccl-cu13 writes the
+        # same libnccl.so.2). From PyPI itself, no extra index: tests/test_gpu_install.py checks the resolve.
+        'lmdeploy': ['lmdeploy==0.18.0', 'torch==2.10.0', 'torchvision==0.25.0'],
     },
     entry_points={'console_scripts': [
         'longctx-tiny-model=opencompass_longctx.demo.tiny_model:main',
