@@ -1,13 +1,15 @@
 """The tier table, the paired comparison of models and the leaderboard page, for finished OpenCompass runs.
 
-    longctx-report RUN_DIR [RUN_DIR ...] [-o OUT_DIR] [--compare A B] [--no-plots] [--no-html] [--screenshot]
+    longctx-report RUN_DIR [RUN_DIR ...] [-o OUT_DIR] [--as RUN=NEWABBR] [--compare A B] [--no-plots] [--no-html]
+                   [--screenshot]
     python -m opencompass_longctx.report ...      (the same)
 
 Each RUN_DIR is a run directory (``outputs/x/20261129_153708``) or its parent (the newest run is used). Several
-runs (other models, other days or clusters) are merged into one table (:mod:`.summarizers.merge`: the same model
-and dataset in two runs must have the same data and scoring; the newer is used). Nothing is re-run: the table is
-built from the runs' dumped configs, result files, predictions and task logs (failed datasets are listed with
-their exception). Written to OUT_DIR (default: the run's ``summary/`` for one run, ``outputs/longctx_leaderboard``
+runs (other models, other days or clusters) are merged into one table (:mod:`.summarizers.merge`: one abbr must
+name the same model in every run, or ``--as RUN=NEWABBR`` shows one run's model under another name; the same model
+and dataset in two runs must have the same data and scoring, the newer is used; a file that cannot be read is
+left out and named). Nothing is re-run: the table is built from the runs' dumped configs, result files,
+predictions and task logs (failed datasets are listed with their exception). Written to OUT_DIR (default: the run's ``summary/`` for one run, ``outputs/longctx_leaderboard``
 for several): ``longctx_report.{md,csv,json}`` and plots (the tier table), ``longctx_compare.{md,csv,json}``
 (paired differences and the ranking, for two models or more: every pair, or ``--compare A B``) and
 ``longctx_leaderboard.html`` (one self-contained page; ``--screenshot``: a PNG of it, with Debian's chromium).
@@ -30,6 +32,9 @@ def _args(argv):
     ap.add_argument('work_dirs', nargs='+', metavar='RUN_DIR')
     ap.add_argument('-o', '--output', help='output directory (default: <run>/summary for one run, '
                     f'{DEFAULT_MERGED_DIR} for several)')
+    ap.add_argument('--as', dest='renames', action='append', default=[], metavar='RUN=NEWABBR',
+                    help="show RUN's model under the name NEWABBR in every table and file (RUN:OLDABBR=NEWABBR for a "
+                    'run with several models): to merge runs whose same abbr names different models')
     ap.add_argument('--compare', nargs=2, metavar=('A', 'B'), help='compare these two models only (A - B)')
     ap.add_argument('--rank-by', choices=('ruler', 'nolima'), default='ruler',
                     help='the effective length the ranking orders by (then the mean)')
@@ -49,11 +54,26 @@ def _write(path: str, text: str) -> str:
     return path
 
 
+def parse_rename(text: str):
+    """``RUN=NEWABBR`` or ``RUN:OLDABBR=NEWABBR``: (run directory, old abbr or None, new abbr)."""
+    where, eq, new = text.rpartition('=')
+    if not eq or not where or not new.strip():
+        raise ReportInputError(f'--as {text!r}: give RUN=NEWABBR (RUN: one of the run directories given; '
+                               'RUN:OLDABBR=NEWABBR for a run with several models)')
+    if os.path.isdir(where):
+        return where, None, new
+    run, colon, old = where.rpartition(':')
+    if colon and os.path.isdir(run) and old:
+        return run, old, new
+    raise ReportInputError(f'--as {text!r}: {where!r} is not a run directory (give RUN=NEWABBR or '
+                           'RUN:OLDABBR=NEWABBR, RUN as given on the command line)')
+
+
 def run_report(args) -> dict:
     from .summarizers import compare as cmp
     from .summarizers.merge import build_merged, merge
     from .summarizers.report import to_markdown, write
-    merged = merge(args.work_dirs)
+    merged = merge(args.work_dirs, [parse_rename(r) for r in args.renames])
     report = build_merged(merged, args.ruler_threshold, args.nolima_ratio)
     models = [m.abbr for m in merged.models]
     if args.compare:

@@ -5,7 +5,7 @@ one sequence), in one list."""
 import json
 import os
 import re
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from ..faces import check_tokenizer, face_class, face_of, load_kwargs
 from ..models.sizing import is_lmdeploy
@@ -112,9 +112,25 @@ def engine_problems(plan: Dict) -> List[Dict]:
     return [{'problem': p, 'where': w} for p, w in found.items()]
 
 
+def abbr_problem(abbr) -> Optional[str]:
+    """Why OpenCompass would write a model's files outside the work dir (it joins the abbr into
+    ``results/<abbr>/...``, ``predictions/<abbr>/...``): an absolute abbr, or a ``..`` or empty path component."""
+    if not isinstance(abbr, str):
+        return None
+    parts = abbr.replace('\\', '/').split('/')
+    if os.path.isabs(abbr) or abbr.startswith(('/', '\\')) or any(p in ('', '.', '..') for p in parts):
+        return (f'model abbr {abbr!r} is not a relative name (OpenCompass writes results/<abbr>/ and '
+                'predictions/<abbr>/ with it, so an absolute path, a ".." or "." component or an empty one between '
+                "slashes would write outside the run or collide): name it e.g. 'org/model' or 'model-v1..2'")
+    return None
+
+
 def _check_model(m: Dict) -> List[str]:
     tname = type_name(m)
     path = m.get('path')
+    bad_abbr = abbr_problem(m.get('abbr'))
+    if bad_abbr:
+        return [bad_abbr]
     if not path or tname in ('TinyChatModel', 'BabiRuleReader'):
         return []            # built on first use / not a language model
     if not os.path.isdir(path):

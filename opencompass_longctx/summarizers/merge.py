@@ -15,7 +15,15 @@ scoring), its result files and its predictions. Every (model, dataset) result ca
 * ``mode``: the dataset's ``eval_cfg`` from the config dump (the evaluator and its arguments, the evaluator's
   defaults filled in, so ``mode='official'`` and no mode compare equal), hashed.
 
-Rules: the same (model, dataset) in two runs with different rows or mode is an error naming both runs; the same
+A model is one model by its identity (:mod:`.identity`: every setting of its config that decides its answers), not
+by its abbr: two runs with the same abbr and different identities are an error naming both runs and the fields
+that differ (``longctx-report --as RUN=NEWABBR`` shows one run's model under another name). A run is read by the
+models and datasets its config names, at the paths OpenCompass writes (``results/<model abbr>/<dataset abbr>.json``,
+nested when the abbr has a ``/``).
+
+Rules: the same (model, dataset) in two runs with different rows or mode is an error naming both runs; a results or
+predictions file that cannot be read (a truncated file, a byte that is not UTF-8) is never taken as matching: that
+(model, dataset) is left out of the table, marked with the file, and named in the merge notes; the same
 fingerprint twice takes the newer run (by the run's timestamp name, else the result file's time) and says so; a
 column (benchmark, task, tier) whose cells disagree across models (``rows`` for a shared dataset, ``design`` for
 per-model copies, and ``mode``) marks the cells that differ from the others' (or all, when no fingerprint is
@@ -27,14 +35,18 @@ import json
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .failures import Failure, find_failures
+from .identity import compare as compare_identities, model_identity
 from .report import INCOMPARABLE, ModelInfo, Results, checked_reader  # noqa: F401 (INCOMPARABLE: the mark)
 from .specs import classify
 
 _STAMP = re.compile(r'^\d{8}_\d{6}$')
+# {(run directory, model abbr shown): the abbr the run wrote its files under}, for the models renamed with ``--as``:
+# read_predictions(run, shown abbr, dataset) is how the comparison reads a chosen result's predictions.
+_RENAMED: Dict[Tuple[str, str], str] = {}
 
 
 class ReportInputError(Exception):
@@ -48,6 +60,7 @@ class Fingerprint:
     mode: str
     mode_text: str
     samples: int
+    problem: Optional[str] = None   # why the predictions cannot be read (then rows and design are None)
 
     def short(self) -> str:
         return f'rows {self.rows or "?"}, {self.samples} samples, scoring {self.mode}'
@@ -63,6 +76,7 @@ class Run:
     expected: List[Tuple[str, str]]
     datasets: Dict[str, dict]
     results: Results = None
+    disk: Dict[str, str] = field(default_factory=dict)   # {model abbr shown: the abbr its files are under}
     _fp: Dict[Tuple[str, str], Optional[Fingerprint]] = field(default_factory=dict)
 
     @property
@@ -78,6 +92,26 @@ class Run:
         if (model, abbr) not in self._fp:
             self._fp[model, abbr] = fingerprint(self, model, abbr)
         return self._fp[model, abbr]
+
+    def on_disk(self, model: str) -> str:
+        return self.disk.get(model, model)
+
+    def rename(self, old: str, new: str) -> None:
+        """Show model ``old`` as ``new`` in every table and file (its files are still read under ``old``)."""
+        if old not in self.model_cfgs:
+            raise ReportInputError(f'--as {self.path}: the run has no model {old!r}; it has: '
+                                   f'{", ".join(map(repr, self.model_cfgs))}')
+        if not new or new in self.model_cfgs:
+            raise ReportInputError(f'--as {self.path}: {new!r} is ' + ('empty' if not new else 'already a model of the run')
+                                   + ': give another name')
+        self.models = [ModelInfo(new, m.max_seq_len) if m.abbr == old else m for m in self.models]
+        self.model_cfgs = {new if k == old else k: dict(v, abbr=new) if k == old else v
+                           for k, v in self.model_cfgs.items()}
+        self.expected = [(new if m == old else m, a) for m, a in self.expected]
+        self.disk[new] = self.disk.pop(old, old)
+        _RENAMED[os.path.realpath(self.path), new] = self.disk[new]
+        self.results = Results(self.path, self.disk)
+        self._fp.clear()
 
 
 def find_run(work_dir: str) -> str:
@@ -95,20 +129,24 @@ def find_run(work_dir: str) -> str:
 
 
 def load_run(work_dir: str) -> Run:
+    """A run, read by the models and datasets its config names: a result is looked for where OpenCompass writes
+    it for that model abbr (any abbr: ``org/model`` nests, spaces and unicode are kept)."""
     path = find_run(work_dir)
-    if not glob.glob(os.path.join(path, 'results', '*', '*.json')):
-        raise ReportInputError(f'{path}: the run has no results (no {os.path.join(path, "results", "<model>", "*.json")}'
-                               f'): its evaluation has not run or failed (see {os.path.join(path, "logs")}); finish it '
-                               'with `opencompass <config> -r ' + os.path.basename(path) + '` first')
     from mmengine.config import Config
     from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
 
     from .longctx import table_inputs
     cfg = Config.fromfile(sorted(glob.glob(os.path.join(path, 'configs', '*.py')))[-1])
     models, abbrs, expected = table_inputs(cfg)
-    return Run(path=path, cfg=cfg, models=models, model_cfgs={model_abbr_from_cfg(m): m for m in cfg['models']},
-               abbrs=abbrs, expected=expected, datasets={dataset_abbr_from_cfg(d): d for d in cfg['datasets']},
-               results=Results(path))
+    run = Run(path=path, cfg=cfg, models=models, model_cfgs={model_abbr_from_cfg(m): m for m in cfg['models']},
+              abbrs=abbrs, expected=expected, datasets={dataset_abbr_from_cfg(d): d for d in cfg['datasets']},
+              results=Results(path))
+    if not any(os.path.isfile(run.results.path(m, a)) for m, a in expected):
+        raise ReportInputError(f'{path}: the run has no results (no {os.path.join(path, "results", "<model>", "*.json")}'
+                               f' for the models and datasets of its config): its evaluation has not run or failed (see '
+                               f'{os.path.join(path, "logs")}); finish it with `opencompass <config> -r '
+                               + os.path.basename(path) + '` first')
+    return run
 
 
 # ---------------------------------------------------------------------------------------------- fingerprints
@@ -126,9 +164,10 @@ def prompt_text(origin_prompt) -> str:
     return json.dumps(origin_prompt, sort_keys=True, default=str)
 
 
-def read_predictions(run_path: str, model: str, abbr: str) -> Optional[List[dict]]:
-    """The predictions of a dataset in index order (OpenCompass's ``<abbr>.json``, or its shards ``<abbr>_0.json``,
-    ``<abbr>_1.json`` ...), or None when there are none or they cannot be read."""
+def load_predictions(run_path: str, model: str, abbr: str) -> Tuple[Optional[List[dict]], Optional[str]]:
+    """(the predictions of a dataset in index order, or None when there are none; why they cannot be read, or
+    None). Read from OpenCompass's ``<abbr>.json`` or its shards ``<abbr>_0.json``, ``<abbr>_1.json`` ...;
+    ``model`` is the abbr the run wrote them under."""
     base = os.path.join(run_path, 'predictions', model, abbr)
     files = [base + '.json'] if os.path.isfile(base + '.json') else []
     while not os.path.isfile(base + '.json') and os.path.isfile(f'{base}_{len(files)}.json'):
@@ -138,12 +177,18 @@ def read_predictions(run_path: str, model: str, abbr: str) -> Optional[List[dict
         try:
             with open(f, encoding='utf-8') as fh:
                 part = json.load(fh)
-        except (OSError, ValueError):
-            return None
-        if not isinstance(part, dict):
-            return None
+        except (OSError, ValueError) as e:   # (a byte that is not UTF-8 is a ValueError)
+            return None, f'predictions file {f} cannot be read ({type(e).__name__}: {str(e)[:200]})'
+        if not isinstance(part, dict) or not all(isinstance(v, dict) for v in part.values()):
+            return None, f'predictions file {f} is not an object of per-sample objects'
         out += [part[k] for k in sorted(part, key=lambda k: int(k) if str(k).isdigit() else k)]
-    return out or None
+    return out or None, None
+
+
+def read_predictions(run_path: str, model: str, abbr: str) -> Optional[List[dict]]:
+    """The predictions of a dataset in index order, or None when there are none or they cannot be read (the merge
+    leaves such a dataset out: :func:`load_predictions` says why). ``model``: the abbr shown (renamed or not)."""
+    return load_predictions(run_path, _RENAMED.get((os.path.realpath(run_path), model), model), abbr)[0]
 
 
 def _init_defaults(dotted: str) -> Dict[str, object]:
@@ -205,9 +250,9 @@ def fingerprint(run: Run, model: str, abbr: str) -> Optional[Fingerprint]:
     if res is None or 'error' in res:
         return None
     mode, mode_text = scoring_mode(run.datasets.get(abbr))
-    preds = read_predictions(run.path, model, abbr)
+    preds, problem = load_predictions(run.path, run.on_disk(model), abbr)
     if preds is None:
-        return Fingerprint(None, None, mode, mode_text, len(res.get('details') or []))
+        return Fingerprint(None, None, mode, mode_text, len(res.get('details') or []), problem)
     rows = [(prompt_text(p.get('origin_prompt')), p.get('gold')) for p in preds]
     return Fingerprint(_sha(rows), _sha([g for _, g in rows]), mode, mode_text, len(rows))
 
@@ -220,9 +265,10 @@ def per_model_copy(abbr: str) -> bool:
 class MergedResults(Results):
     """The result files of several runs: each (model, dataset) read from the run the merge chose for it."""
 
-    def __init__(self, chosen: Dict[Tuple[str, str], Run]):
+    def __init__(self, chosen: Dict[Tuple[str, str], Run], unreadable: Optional[Dict[Tuple[str, str], str]] = None):
         super().__init__('')
         self.chosen = chosen
+        self.unreadable = dict(unreadable or {})   # (model, abbr) -> the file that cannot be read, and why
 
     def run_of(self, model: str, abbr: str) -> Optional[Run]:
         return self.chosen.get((model, abbr))
@@ -232,6 +278,8 @@ class MergedResults(Results):
         return run.results.path(model, abbr) if run else os.path.join('<no run>', 'results', model, f'{abbr}.json')
 
     def get(self, model: str, abbr: str) -> Optional[dict]:
+        if (model, abbr) in self.unreadable:
+            return {'error': self.unreadable[model, abbr], 'unreadable': True}
         run = self.run_of(model, abbr)
         return run.results.get(model, abbr) if run else None
 
@@ -259,8 +307,44 @@ def _conflict(a: Run, b: Run, model: str, abbr: str, fa: Fingerprint, fb: Finger
     return f'{model}/{abbr}: ' + ' and '.join(what) if what else None
 
 
-def merge(paths: Sequence[str]) -> Merged:
-    """Read the runs and choose, for every (model, dataset), the run whose result the table shows."""
+def _unreadable(run: Run, model: str, abbr: str) -> Optional[str]:
+    """Why this run's result of (model, abbr) cannot be checked against others: its results or predictions file
+    cannot be read (None when both can, or when there is no result)."""
+    res = run.results.get(model, abbr)
+    if res is not None and res.get('unreadable'):
+        return str(res['error'])
+    fp = run.fingerprint(model, abbr)
+    return fp.problem if fp is not None else None
+
+
+def _check_identities(runs: Sequence[Run], notes: List[str]) -> None:
+    """Two runs whose same model abbr has different identities: an error naming both runs and the fields."""
+    first: Dict[str, Tuple[Run, dict]] = {}
+    clashes = []
+    for run in runs:
+        for abbr, cfg in run.model_cfgs.items():
+            ident = model_identity(cfg)
+            if abbr not in first:
+                first[abbr] = (run, ident)
+                continue
+            other, seen = first[abbr]
+            diff, unshared = compare_identities(seen, ident)
+            if diff:
+                clashes.append(f'{abbr!r} in {other.path} and in {run.path} differ in ' + '; '.join(diff[:8])
+                               + (f' (and {len(diff) - 8} more)' if len(diff) > 8 else ''))
+            elif unshared:
+                notes.append(f'{abbr}: the same model in {other.path} and {run.path}, compared on the settings both '
+                             f'configs have ({", ".join(unshared)} only in one of them: not compared)')
+    if clashes:
+        raise ReportInputError(
+            f'{len(clashes)} model abbr(s) name different models in different runs (the settings that decide the '
+            'answers differ, as `field: first run / second run`); merge runs of the same model, or show one run\'s '
+            'model under another name with `--as RUN=NEWABBR`:\n  ' + '\n  '.join(clashes))
+
+
+def merge(paths: Sequence[str], renames: Sequence[Tuple[str, Optional[str], str]] = ()) -> Merged:
+    """Read the runs and choose, for every (model, dataset), the run whose result the table shows.
+    ``renames``: (run directory, model abbr or None for the run's only model, the name to show it under)."""
     runs, seen, notes = [], {}, []
     for p in paths:
         run = load_run(p)
@@ -270,12 +354,22 @@ def merge(paths: Sequence[str]) -> Merged:
             continue
         seen[real] = p
         runs.append(run)
+    _apply_renames(runs, renames, notes)
+    _check_identities(runs, notes)
     candidates: Dict[Tuple[str, str], List[Run]] = {}
     for run in runs:
         for pair in run.expected:
             candidates.setdefault(pair, []).append(run)
-    chosen, conflicts, newer = {}, [], {}
+    chosen, conflicts, newer, unreadable = {}, [], {}, {}
     for (model, abbr), rs in candidates.items():
+        bad = [(r, why) for r in rs for why in [_unreadable(r, model, abbr)] if why]
+        if bad:  # never taken as matching: left out, with the file named
+            chosen[model, abbr] = bad[-1][0]
+            unreadable[model, abbr] = bad[-1][1] + (
+                f': left out (its data cannot be checked against {", ".join(r.path for r in rs if r is not bad[-1][0])})'
+                if len(rs) > 1 else ': left out')
+            notes.append(f'{model}/{abbr}: {unreadable[model, abbr]}; fix or delete the file, or rerun the dataset')
+            continue
         ok = [r for r in rs if r.fingerprint(model, abbr) is not None]
         for i, a in enumerate(ok):
             for b in ok[i + 1:]:
@@ -289,33 +383,54 @@ def merge(paths: Sequence[str]) -> Merged:
             newer.setdefault((model, best.path, tuple(r.path for r in ok if r is not best)), []).append(abbr)
     if conflicts:
         raise ReportInputError(f'{len(conflicts)} result(s) of the same model and dataset in two runs were made on '
-                               'different data or with different scoring; merge runs of the same data, or rename '
-                               'one of the models (its abbr) to keep both:\n  ' + '\n  '.join(conflicts))
+                               'different data or with different scoring; merge runs of the same data, or show one '
+                               "run's model under another name (`--as RUN=NEWABBR`) to keep both:\n  "
+                               + '\n  '.join(conflicts))
     for (model, best, others), abbrs in newer.items():
-        unchecked = [a for a in abbrs if not chosen[model, a].fingerprint(model, a).rows]
+        unchecked = [a for a in abbrs if any(not r.fingerprint(model, a).rows for r in candidates[model, a])]
         notes.append(f'{model}: {len(abbrs)} dataset(s) are in {", ".join(others)} and in {best} with the same '
                      f'data and scoring: the newer run ({best}) is used' +
-                     (f' ({len(unchecked)} without predictions: their data could not be compared)' if unchecked else ''))
+                     (f' ({len(unchecked)} without predictions, their data could not be compared: '
+                      f'{", ".join(unchecked)})' if unchecked else ''))
     models: Dict[str, ModelInfo] = {}
     cfgs: Dict[str, dict] = {}
     for run in sorted(runs, key=lambda r: r.name):  # the newest run's model config last
         for m in run.models:
-            old = models.get(m.abbr)
-            if old is not None and old.max_seq_len != m.max_seq_len:
-                notes.append(f'{m.abbr}: max_seq_len {old.max_seq_len} in an older run, {m.max_seq_len} in {run.path} '
-                             '(the newer is used for N/A)')
             models[m.abbr], cfgs[m.abbr] = m, run.model_cfgs[m.abbr]
     order = list(dict.fromkeys(m.abbr for run in runs for m in run.models))
     abbrs = list(dict.fromkeys(a for run in runs for a in run.abbrs))
     expected = list(candidates)
-    results = MergedResults(chosen)
+    results = MergedResults(chosen, unreadable)
+    checked = checked_reader(results, abbrs)
     failures = []
     for run in runs:
-        mine = [pair for pair in run.expected if chosen.get(pair) is run]
-        if mine:
-            failures += find_failures(run.path, mine, checked_reader(run.results, abbrs))
+        shown = {run.on_disk(m): m for m in run.model_cfgs}
+        mine = [(run.on_disk(m), a) for m, a in run.expected if chosen.get((m, a)) is run]
+        if mine:  # (the task logs and files are under the abbrs the run used)
+            found = find_failures(run.path, mine, lambda m, a: checked(shown[m], a))
+            failures += [replace(f, model=shown[f.model]) for f in found]
     return Merged(runs, [models[a] for a in order], abbrs, expected, results, failures, notes,
                   column_marks(chosen, abbrs), [cfgs[a] for a in order])
+
+
+def _apply_renames(runs: Sequence[Run], renames: Sequence[Tuple[str, Optional[str], str]], notes: List[str]) -> None:
+    by_path = {os.path.realpath(r.path): r for r in runs}
+    for where, old, new in renames:
+        try:
+            run = by_path.get(os.path.realpath(find_run(where)))
+        except ReportInputError:
+            run = None
+        if run is None:
+            raise ReportInputError(f'--as {where}={new}: {where!r} is not one of the runs given '
+                                   f'({", ".join(r.path for r in runs)})')
+        if old is None:
+            if len(run.model_cfgs) != 1:
+                raise ReportInputError(f'--as {where}={new}: the run has {len(run.model_cfgs)} models '
+                                       f'({", ".join(map(repr, run.model_cfgs))}): name the one to rename, '
+                                       f'--as {where}:OLDABBR={new}')
+            (old,) = run.model_cfgs
+        run.rename(old, new)
+        notes.append(f'{run.path}: its model {old!r} is shown as {new!r} (--as)')
 
 
 def _signature(run: Run, model: str, abbr: str) -> Optional[Tuple]:
@@ -366,6 +481,8 @@ def build_merged(merged: Merged, ruler_threshold: float, nolima_ratio: float) ->
     mark_caveats(report, merged.model_cfgs)  # tiers a model ran beyond its engine's support (its run's config)
     report['runs'] = [r.path for r in merged.runs]
     report['merge_notes'] = list(merged.notes)
+    report['model_identities'] = {m.abbr: dict(model_identity(c), abbr=m.abbr)
+                                  for m, c in zip(merged.models, merged.model_cfgs)}
     report['fingerprints'] = {}
     for (model, abbr), run in merged.results.chosen.items():
         fp = run.fingerprint(model, abbr)

@@ -110,14 +110,16 @@ def table_problem(res: dict, metric: str) -> Optional[str]:
 
 
 class Results:
-    """The result files of one run (``<work_dir>/results/<model>/<abbr>.json``), each read at most once."""
+    """The result files of one run (``<work_dir>/results/<model>/<abbr>.json``), each read at most once.
+    ``names``: {the model abbr shown: the abbr the run wrote its files under}, for a model renamed in a merge."""
 
-    def __init__(self, work_dir: str):
+    def __init__(self, work_dir: str, names: Optional[Dict[str, str]] = None):
         self.work_dir = work_dir
+        self.names = dict(names or {})
         self._memo: Dict[tuple, Optional[dict]] = {}
 
     def path(self, model: str, abbr: str) -> str:
-        return os.path.join(self.work_dir, 'results', model, f'{abbr}.json')
+        return os.path.join(self.work_dir, 'results', self.names.get(model, model), f'{abbr}.json')
 
     def get(self, model: str, abbr: str) -> Optional[dict]:
         if (model, abbr) not in self._memo:
