@@ -165,6 +165,8 @@ def test_trust_remote_code_reaches_lmdeploys_tokenizer(tmp_path, monkeypatch):
         seen['backend_config'] = backend_config
         return lambda *a, **k: []
     monkeypatch.setattr(lmdeploy, 'pipeline', engine)
+    import lmdeploy.turbomind
+    monkeypatch.setattr(lmdeploy.turbomind, 'is_available', lambda: True)   # as on a GPU machine (the .so loads)
     monkeypatch.setenv('CUDA_VISIBLE_DEVICES', '0')
     path = remote_code_model(tmp_path)
     kw = dict(path=path, engine_config=dict(tp=1, max_batch_size=1), max_seq_len=4096, gpu_memory_gib=80)

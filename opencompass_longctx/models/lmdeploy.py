@@ -4,9 +4,10 @@ OpenCompass's TurboMind model that runs them before any weight is loaded.
 OpenCompass's ``TurboMindModelwithChatTemplate`` silently drops engine keys LMDeploy does not know (a typo, or
 ``rope_scaling_factor`` on the PyTorch engine) and lets a too-large ``session_len`` end in an out-of-memory
 crash after minutes of loading. ``LongCtxTurboMindModel`` checks, in order: LMDeploy is installed; the
-backend is the one LMDeploy 0.18 serves the model's architecture with (``backend='auto'``: TurboMind when
-``architectures[0]`` is in ``lmdeploy/turbomind/supported_models.py`` ``SUPPORTED_ARCHS``, else the PyTorch engine;
-a forced ``'turbomind'`` for another architecture is an error); every engine key is a field of that backend's
+backend is the one LMDeploy 0.18 will really run (``backend='auto'``: TurboMind when ``architectures[0]`` is in
+``lmdeploy/turbomind/supported_models.py`` ``SUPPORTED_ARCHS`` and TurboMind's compiled library loads, else the
+PyTorch engine, as LMDeploy falls back, with the import error in the log; a forced ``'turbomind'`` for another
+architecture, or a model only TurboMind loads (MXFP4 gpt-oss) where TurboMind does not load, is an error); every engine key is a field of that backend's
 config class and one it reads (TurboMind 0.18 never reads ``rope_scaling_factor``); ``tp`` equals the GPUs the
 runner gave the task (``run_cfg.num_gpus``); ``session_len >= max_seq_len``; the model directory has a
 ``config.json``; and the KV cache for ``session_len x max_batch_size`` fits in GPU memory, saying which ``tp`` or
@@ -194,9 +195,10 @@ def architecture(cfg: Dict) -> Optional[str]:
 
 
 def choose_backend(cfg: Dict, requested: str = 'auto') -> Tuple[str, str]:
-    """(backend, why) for a config.json: ``'auto'`` picks TurboMind when the architecture is in LMDeploy's own
-    ``SUPPORTED_ARCHS`` (lmdeploy/turbomind/supported_models.py), else the PyTorch engine, as LMDeploy itself
-    falls back (lmdeploy/archs.py:37-38); a forced ``'turbomind'`` for another architecture is an error."""
+    """(backend, why) for a config.json by its architecture, as LMDeploy picks it where TurboMind's library loads:
+    ``'auto'`` picks TurboMind when the architecture is in LMDeploy's own ``SUPPORTED_ARCHS``
+    (lmdeploy/turbomind/supported_models.py), else the PyTorch engine (lmdeploy/archs.py:37-38); a forced
+    ``'turbomind'`` for another architecture is an error. :func:`serving_backend` adds whether TurboMind loads."""
     if requested not in BACKENDS:
         raise LMDeployConfigError(f'backend must be one of {BACKENDS}, got {requested!r}')
     arch = architecture(cfg)
@@ -211,6 +213,44 @@ def choose_backend(cfg: Dict, requested: str = 'auto') -> Tuple[str, str]:
         raise LMDeployConfigError(f"backend='turbomind' but {arch} is not in {where}: LMDeploy would serve it with "
                                   "the PyTorch engine; set backend='pytorch' (or 'auto') in the model row")
     return 'pytorch', f'{arch} is not in {where}: the PyTorch engine'
+
+
+def turbomind_status() -> Tuple[bool, str]:
+    """(available, why not): whether TurboMind's compiled library loads, asked as LMDeploy asks it
+    (``lmdeploy.turbomind.is_available()``, archs.py:34-40; the import error it kept, ``_import_error``)."""
+    _lmdeploy()
+    from lmdeploy import turbomind
+    if turbomind.is_available():
+        return True, ''
+    err = getattr(turbomind, '_import_error', None)
+    return False, (f'{type(err).__name__}: {err}' if err else 'lmdeploy.turbomind._turbomind did not import')
+
+
+def needs_turbomind(cfg: Dict) -> Optional[str]:
+    """Why a model loads only on TurboMind (None: the PyTorch engine can load it too): MXFP4 weights (gpt-oss), which
+    only TurboMind's converter reads (lmdeploy/turbomind/converter.py; the PyTorch engine has no mxfp4 format)."""
+    quant = (_text_config(cfg).get('quantization_config') or cfg.get('quantization_config') or {}).get('quant_method')
+    return f'its weights are {quant} (quantization_config), which only TurboMind loads' if quant == 'mxfp4' else None
+
+
+def serving_backend(cfg: Dict, requested: str = 'auto') -> Tuple[str, str]:
+    """(backend, why) LMDeploy will really run here: :func:`choose_backend`, and, where it gives TurboMind but
+    TurboMind's library does not load, the PyTorch engine LMDeploy falls back to (with the import error), or an error
+    when the row forces TurboMind or the model loads only on TurboMind (:func:`needs_turbomind`)."""
+    backend, why = choose_backend(cfg, requested)
+    if backend != 'turbomind':
+        return backend, why
+    ok, error = turbomind_status()
+    if ok:
+        return backend, why
+    fix = ("install the GPU stack on the GPU machine (make gpu-install, or pip install -e '.[lmdeploy]' in a fresh "
+           'environment: one CUDA 12 stack, an NVIDIA driver of the R570 series or newer)')
+    only = needs_turbomind(cfg)
+    if only or requested == 'turbomind':
+        reason = f'{architecture(cfg)}: {only}' if only else "the model row sets backend='turbomind'"
+        raise LMDeployConfigError(f'{reason}, but TurboMind is not available here ({error}): {fix}')
+    return 'pytorch', (f'{why}, but TurboMind is not available here ({error}): LMDeploy falls back to the PyTorch '
+                       f'engine, sized as such; for TurboMind {fix}')
 
 
 def text_only(cfg: Dict, backend: str, engine_config: Dict) -> Dict:
@@ -325,7 +365,8 @@ class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
         recipe_cfg = dict(native_window=native_window, long_context=long_context, rope=rope, caveats=caveats)
         engine_config = recipe.band_engine_config(recipe_cfg, engine_config)
         cfg = read_model_config(path)
-        self.backend, self.backend_reason = choose_backend(cfg, backend)
+        pick = choose_backend if tokenizer_only else serving_backend      # the engine that will really be built
+        self.backend, self.backend_reason = pick(cfg, backend)
         engine_config = text_only(cfg, self.backend, engine_config)
         validate_engine_config(engine_config, self.backend, max_seq_len,
                                None if tokenizer_only else _visible_gpus())

@@ -37,17 +37,32 @@ def model_geometry(model_cfg) -> Dict:
     return {}
 
 
+def _gpu_here() -> bool:
+    try:
+        import torch
+        return bool(torch.cuda.is_available())
+    except ImportError:
+        return False
+
+
 def engine_backend(model_cfg, cfg: Optional[Dict]):
-    """(backend, why) as LongCtxTurboMindModel will choose it (models.lmdeploy.choose_backend); without LMDeploy
-    installed here an 'auto' row is planned as TurboMind, and the plan says so."""
-    from .lmdeploy import LMDeployConfigError, choose_backend
+    """(backend, why) as LongCtxTurboMindModel will choose it (models.lmdeploy.serving_backend: the architecture,
+    and whether TurboMind's library loads). Where the plan is made on a machine without a GPU (a login node, a CPU
+    box) TurboMind not loading says nothing about the GPU machine: the plan then keeps the architecture's choice and
+    says so; without LMDeploy installed here an 'auto' row is planned as TurboMind, and the plan says so too."""
+    from .lmdeploy import LMDeployConfigError, choose_backend, serving_backend, turbomind_status
     requested = model_cfg.get('backend', 'auto')
     try:
-        return choose_backend(cfg or {}, requested)
+        backend, why = choose_backend(cfg or {}, requested)
     except LMDeployConfigError as e:
         if requested == 'auto' and 'not installed' in str(e):
             return 'turbomind', 'assumed: LMDeploy is not installed here (backend=auto is resolved at load)'
         raise
+    if backend != 'turbomind' or _gpu_here():
+        return serving_backend(cfg or {}, requested)
+    ok, error = turbomind_status()
+    return backend, why + ('' if ok else f'; assumed to load on the GPU machine (here it does not, no GPU: {error}; '
+                                         'without it LMDeploy runs the PyTorch engine)')
 
 
 def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) -> Dict:
