@@ -104,3 +104,47 @@ def test_the_plan_sizes_the_engine_that_will_run(turbomind_missing, tmp_path, mo
     gpt = dict(shipped()['gpt-oss-20b'], path=model_dir(tmp_path, 'gpt-oss-20b'))
     e = sizing.size_engine(gpt, 32768, gpu)
     assert e['verdict'] == 'bad backend' and 'mxfp4' in e['reason']
+
+
+def test_ray_isolated_per_task_unless_a_cluster_is_named():
+    assert L.ray_isolation('pytorch', 2, {})[0] == 'local'
+    assert L.ray_isolation('pytorch', 2, {'RAY_ADDRESS': 'local'})[0] == 'local'
+    value, said = L.ray_isolation('pytorch', 4, {'RAY_ADDRESS': '10.0.0.5:6379'})
+    assert value is None and 'RAY_ADDRESS=10.0.0.5:6379' in said
+    assert L.ray_isolation('pytorch', 1, {}) == (None, '') and L.ray_isolation('turbomind', 4, {}) == (None, '')
+
+
+def test_the_pytorch_engine_at_tp2_gets_its_own_ray(turbomind_missing, tmp_path, monkeypatch):
+    seen = {}
+
+    def load(self, **kwargs):
+        import os
+        seen['RAY_ADDRESS'] = os.environ.get('RAY_ADDRESS')
+        raise AssertionError('the engine was started')
+    monkeypatch.setattr(L.TurboMindModelwithChatTemplate, '__init__', load)
+    monkeypatch.setenv('RAY_ADDRESS', 'placeholder')
+    monkeypatch.delenv('RAY_ADDRESS')          # unset, and restored as unset after the test
+    monkeypatch.setenv('CUDA_VISIBLE_DEVICES', '0,1')
+    path = model_dir(tmp_path, 'qwen2.5-7b-instruct')
+    with pytest.raises(AssertionError, match='the engine was started'):
+        L.LongCtxTurboMindModel(path=path, engine_config=dict(tp=2, max_batch_size=1), max_seq_len=4096,
+                                gpu_memory_gib=80, backend='pytorch')
+    assert seen['RAY_ADDRESS'] == 'local'
+    model = dict(shipped()['glm-4-9b-chat-1m'], path=model_dir(tmp_path, 'glm-4-9b-chat-1m'))
+    assert 'Ray: a private instance per task' in sizing.size_engine(model, 32768, dict(memory_gib=80))['backend_reason']
+    monkeypatch.setenv('RAY_ADDRESS', 'auto')
+    assert 'RAY_ADDRESS=auto' in sizing.size_engine(model, 32768, dict(memory_gib=80))['backend_reason']
+
+
+def test_sizing_from_the_memory_the_engine_sees(turbomind_missing, tmp_path, monkeypatch):
+    from opencompass_longctx.tables.cost_model import CUDA_NOT_FREE_GIB, GPUS
+    assert sizing.engine_memory_gib(GPUS['A100-80GB']) == pytest.approx(79.2 - CUDA_NOT_FREE_GIB)
+    assert sizing.engine_memory_gib(GPUS['H200-141GB']) == pytest.approx(140.4 - CUDA_NOT_FREE_GIB)
+    model = dict(shipped()['qwen2.5-7b-instruct'], path=model_dir(tmp_path, 'qwen2.5-7b-instruct'))
+    assert sizing.size_engine(model, 32768, GPUS['A100-80GB'])['gpu_memory_gib'] == pytest.approx(78.7)
+    # at run time: what CUDA reports as free, not the card's total
+    import torch
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
+    monkeypatch.setattr(torch.cuda, 'mem_get_info', lambda device=0: (int(78.9 * GIB), int(79.2 * GIB)))
+    report = L.kv_preflight(model['path'], 32768)
+    assert report['gpu_memory_gib'] == pytest.approx(78.9)

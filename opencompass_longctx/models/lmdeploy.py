@@ -138,7 +138,7 @@ def kv_preflight(path: str, session_len: int, max_batch_size: int = 1, tp: int =
         import torch
         if not torch.cuda.is_available():
             raise PreflightError('no GPU visible for the KV-cache preflight (set gpu_memory_gib to plan for one)')
-        gpu_memory = float(torch.cuda.get_device_properties(0).total_memory)
+        gpu_memory = float(torch.cuda.mem_get_info(0)[0])   # free now: what both engines size their cache from
     weights = weight_bytes(path, cfg)
     plan = kv_plan(cfg, weights, session_len, max_batch_size, tp, cache_max_entry_count, quant_policy, gpu_memory,
                    reserve)
@@ -251,6 +251,21 @@ def serving_backend(cfg: Dict, requested: str = 'auto') -> Tuple[str, str]:
         raise LMDeployConfigError(f'{reason}, but TurboMind is not available here ({error}): {fix}')
     return 'pytorch', (f'{why}, but TurboMind is not available here ({error}): LMDeploy falls back to the PyTorch '
                        f'engine, sized as such; for TurboMind {fix}')
+
+
+def ray_isolation(backend: str, tp: int, env) -> Tuple[Optional[str], str]:
+    """(RAY_ADDRESS to set or None, what the plan says) for one engine. The PyTorch engine at tp > 1 runs its
+    workers under Ray and calls ``ray.init(address=None)`` (lmdeploy/pytorch/ray.py init_ray_cluster), which joins a
+    cluster already running on the node (a ``ray start``, or another task's): the tasks of one node would then place
+    their GPU groups in one cluster and compete. Each task gets its own instance (``RAY_ADDRESS=local``: Ray starts a
+    new local one) unless the user points at a cluster by setting ``RAY_ADDRESS`` (``auto`` or an address)."""
+    if backend != 'pytorch' or int(tp) <= 1:
+        return None, ''
+    given = env.get('RAY_ADDRESS')
+    if given and given != 'local':
+        return None, f'Ray: the cluster RAY_ADDRESS={given} names (set by the user; tasks share it)'
+    return 'local', ('Ray: a private instance per task (RAY_ADDRESS=local; set RAY_ADDRESS to a cluster\'s address '
+                     'to use one)')
 
 
 def text_only(cfg: Dict, backend: str, engine_config: Dict) -> Dict:
@@ -380,6 +395,9 @@ class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
         self.trust_remote_code = bool(trust_remote_code)
         if not tokenizer_only:
             harmony_vocabulary(cfg)
+            ray_address, _ = ray_isolation(self.backend, engine_config.get('tp', 1), os.environ)
+            if ray_address:
+                os.environ['RAY_ADDRESS'] = ray_address     # read by ray.init(address=None) in LMDeploy's executor
         self.rope = recipe.effective_rope(recipe_cfg, engine_config.get('session_len'))
         super().__init__(path=path, engine_config=engine_config, backend=self.backend, max_seq_len=max_seq_len,
                          tokenizer_only=tokenizer_only, **kwargs)

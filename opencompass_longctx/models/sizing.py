@@ -65,6 +65,14 @@ def engine_backend(model_cfg, cfg: Optional[Dict]):
                                          'without it LMDeploy runs the PyTorch engine)')
 
 
+def engine_memory_gib(gpu: Dict) -> float:
+    """GiB the engine sizes its cache from on ``gpu`` (a cost-model GPUS entry): what CUDA reports as the total
+    less what it holds before the engine starts (tables/cost_model.py CUDA_NOT_FREE_GIB); a GPU given only by
+    ``memory_gib`` is taken at that less the same."""
+    from ..tables.cost_model import CUDA_NOT_FREE_GIB
+    return float(gpu.get('visible_memory_gib') or gpu['memory_gib']) - CUDA_NOT_FREE_GIB
+
+
 def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) -> Dict:
     """max_batch_size for ``session_len`` from the KV-cache arithmetic (the runtime preflight's), and its verdict."""
     from .lmdeploy import (KV_BYTES, LMDeployConfigError, _text_config, engine_reserve_bytes, kv_bytes_per_token,
@@ -75,6 +83,9 @@ def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) ->
     out = {'session_len': session_len, 'tp': tp, 'geometry': geo.get('source')}
     try:
         out['backend'], out['backend_reason'] = engine_backend(model_cfg, geo.get('config'))
+        from .lmdeploy import ray_isolation
+        ray = ray_isolation(out['backend'], tp, os.environ)[1]
+        out['backend_reason'] += f'; {ray}' if ray else ''
     except LMDeployConfigError as e:
         out.update(backend=model_cfg.get('backend'), backend_reason=str(e), max_batch_size=1, verdict='bad backend',
                    reason=str(e))
@@ -92,7 +103,8 @@ def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) ->
         weights = weight_bytes('', cfg)
     kvpt = kv_bytes_per_token(cfg, int(ec.get('quant_policy', 0)))
     cme = float(ec.get('cache_max_entry_count', 0.8))
-    gpu_mem = float(model_cfg.get('gpu_memory_gib') or gpu['memory_gib']) * GIB
+    gpu_mem = float(model_cfg.get('gpu_memory_gib') or engine_memory_gib(gpu)) * GIB
+    out['gpu_memory_gib'] = gpu_mem / GIB
     reserve = engine_reserve_bytes(out['backend'], cfg, dict(ec, max_batch_size=cap))  # at the largest batch
     one = kv_plan(cfg, weights, session_len, 1, tp, cme, int(ec.get('quant_policy', 0)), gpu_mem,
                   reserve)   # the runtime preflight's arithmetic, batch 1

@@ -13,12 +13,18 @@
 #                full layers + KV of the window over sliding layers + fixed state)) / tp read from HBM at
 #                hbm_tbps * decode_bw_efficiency (decoding is memory-bound). Dense models: all params, all layers.
 #   GPU-hours  = tp * (start + prefill + decode) / 3600
+# memory_gib: the card's name; visible_memory_gib: what CUDA reports as its total (torch.cuda.get_device_properties
+# total_memory: about 79.2 GiB of an 80 GB A100/H100, 140.4 of a 141 GB H200). Both engines size their KV cache
+# from the FREE memory (TurboMind cudaMemGetInfo; PyTorch engine executor/base.py), so the plan sizes from
+# visible_memory_gib minus CUDA_NOT_FREE_GIB, what CUDA already holds when the engine starts (its context). The
+# runtime preflight asks CUDA itself (torch.cuda.mem_get_info). Assumptions until measured on each GPU.
+CUDA_NOT_FREE_GIB = 0.5
 GPUS = {
-    'A100-80GB': dict(memory_gib=80, bf16_tflops=312, hbm_tbps=2.039,
+    'A100-80GB': dict(memory_gib=80, visible_memory_gib=79.2, bf16_tflops=312, hbm_tbps=2.039,
                       source='NVIDIA A100 datasheet (SXM4 80GB): 312 TFLOPS dense BF16, 2,039 GB/s HBM2e'),
-    'H100-80GB': dict(memory_gib=80, bf16_tflops=989, hbm_tbps=3.35,
+    'H100-80GB': dict(memory_gib=80, visible_memory_gib=79.2, bf16_tflops=989, hbm_tbps=3.35,
                       source='NVIDIA H100 datasheet (SXM5): 989 TFLOPS dense BF16, 3.35 TB/s HBM3'),
-    'H200-141GB': dict(memory_gib=141, bf16_tflops=989, hbm_tbps=4.8,
+    'H200-141GB': dict(memory_gib=141, visible_memory_gib=140.4, bf16_tflops=989, hbm_tbps=4.8,
                        source='NVIDIA H200 datasheet (SXM): 989 TFLOPS dense BF16, 4.8 TB/s HBM3e'),
 }
 
