@@ -30,9 +30,10 @@ def test_loads_hf_json_layout_as_plain_strings(demo_babilong):
 def test_tier_names_are_case_insensitive(demo_babilong):
     src = demo_babilong / 'data' / 'qa1' / '1k.json'
     shutil.copy(src, demo_babilong / 'data' / 'qa1' / '1M.json')
-    a = load_babilong(tier='1m', task='qa1', path=str(demo_babilong))
-    b = load_babilong(tier='1M', task='qa1', path=str(demo_babilong))
-    assert a['prompt'] == b['prompt'] and a[0]['tier'] == '1m'
+    a = load_babilong(tier='1m', task='qa1', path=str(demo_babilong))   # the file '1M.json' is found for '1m'
+    assert a[0]['tier'] == '1m' and len(a) == len(json.loads(src.read_text()))
+    with pytest.raises(TierError, match="write '1m'"):   # a dataset's tier is written canonically (its abbr)
+        load_babilong(tier='1M', task='qa1', path=str(demo_babilong))
 
 
 def test_parquet_layout_and_official_sample_source(tmp_path, demo_babilong):
