@@ -1,5 +1,6 @@
 """The merged leaderboard as one self-contained HTML page (issue 19), opened in a real headless browser (Debian's
 chromium): the rendered DOM's cells show the numbers of the CSV files; a screenshot is kept beside the page."""
+import json
 import os
 import re
 from html.parser import HTMLParser
@@ -58,9 +59,13 @@ def test_the_page_renders_the_csv_numbers_offline(report_runs, tmp_path):
     # the tier table: each cell shows the CSV's score (or N/A / -), with its interval
     tier_rows = read_csv(out / 'longctx_report.csv')
     assert len(tier_rows) > 20
+    filled = {(r['benchmark'], r['row']) for r in tier_rows if r['status'] == 'ok'}
     for r in tier_rows:
-        text = dom.cells[tuple(sorted(dict(bench=r['benchmark'], model=r['model'], row=r['row'],
-                                           tier=r['tier']).items()))]
+        key = tuple(sorted(dict(bench=r['benchmark'], model=r['model'], row=r['row'], tier=r['tier']).items()))
+        if (r['benchmark'], r['row']) not in filled:  # no value for any model: left out of the page
+            assert key not in dom.cells, r
+            continue
+        text = dom.cells[key]
         if r['status'] == 'ok':
             assert text.startswith(f"{float(r['score']):.1f} ±{float(r['ci95']):.1f}"), (r, text)
         else:
@@ -73,5 +78,17 @@ def test_the_page_renders_the_csv_numbers_offline(report_runs, tmp_path):
                                            tier=r['tier']).items()))]
         assert text == f"{float(r['diff']):+.1f}" + (' *' if r['significant'] == '1' else ''), (r, text)
     assert dom.cells[(('bench', 'babilong'), ('rank', '1'))] == 'rule-reader'
+    # the ranking names its direction (leader - model), and agrees in sign with the paired table's own order
+    board = json.loads((out / 'longctx_compare.json').read_text())['leaderboard']
+    behind = [e for e in board if e['vs'] and e['vs']['diff'] is not None]
+    assert behind
+    for e in behind:
+        vs = e['vs']
+        text = dom.cells[(('bench', e['bench']), ('model', e['model']), ('vs', 'leader'))]
+        assert text.startswith(f"{vs['a']} - {vs['b']} = {vs['diff']:+.1f}") and vs['a'] == e['leader'], (e, text)
+        (row,) = [r for r in paired if r['benchmark'] == e['bench'] and r['row'] == e['row'] and r['tier'] == 'mean'
+                  and {r['a'], r['b']} == {vs['a'], vs['b']}]
+        sign = 1 if (row['a'], row['b']) == (vs['a'], vs['b']) else -1
+        assert abs(sign * float(row['diff']) - vs['diff']) < 0.05, (row, vs)
     shot = out / 'longctx_leaderboard.png'  # kept beside the page, in the merged summary directory
     assert shot.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' and shot.stat().st_size > 20000

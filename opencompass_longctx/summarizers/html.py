@@ -23,7 +23,7 @@ h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
 table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.85em; }
 th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; text-align: right; white-space: nowrap; }
 th { background: #eee; } td.t { text-align: left; }
-td.sig { font-weight: bold; background: #e8f4e8; } td.na { color: #888; } td.fail { color: #b00; }
+td.sig { font-weight: bold; background: #e8f4e8; } td.untestable { color: #888; font-style: italic; } td.na { color: #888; } td.fail { color: #b00; }
 tr.g1 td.rank { background: #dfe9f7; } .small { font-size: 0.8em; color: #555; }
 img { max-width: 48%; margin: 0.3em; border: 1px solid #ddd; }
 """
@@ -34,33 +34,102 @@ def _e(v) -> str:
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[tuple]], cls: str) -> List[str]:
-    """rows: [(text, css class, {data attributes})] per cell."""
+    """rows: [(text, css class, {data attributes}[, title])] per cell; every text and attribute escaped."""
     out = [f'<table class="{cls}">', '<tr>' + ''.join(f'<th>{_e(h)}</th>' for h in head) + '</tr>']
     for row in rows:
         cells = []
-        for text, klass, data in row:
+        for text, klass, data, *title in row:
             attrs = ''.join(f' data-{k}="{_e(v)}"' for k, v in (data or {}).items())
-            cells.append(f'<td class="{klass}"{attrs}>{_e(text)}</td>')
+            attrs += f' title="{_e(title[0])}"' if title and title[0] else ''
+            cells.append(f'<td class="{_e(klass)}"{attrs}>{_e(text)}</td>')
         out.append('<tr>' + ''.join(cells) + '</tr>')
     return out + ['</table>']
 
 
-def _tier_table(report: dict) -> List[str]:
+def shown_rows(report: dict) -> list:
+    """The tier table's rows, less the (benchmark, row)s where no model has a value at any tier (e.g. NoLiMa's
+    two-hop split of a run with no two-hop sample): they would be a block of '-'."""
+    filled = {(r.bench, r.row) for r in report['rows'] if any(c.status == 'ok' for c in r.cells.values())}
+    return [r for r in report['rows'] if (r.bench, r.row) in filled]
+
+
+def interval_note(cell) -> str:
+    """How a cell's interval was made (read with getattr: older reports have no method or cluster count)."""
+    method, clusters = getattr(cell, 'ci_method', None), getattr(cell, 'clusters', None)
+    parts = [f'95% interval: {method}' if method else '']
+    parts += [f'{clusters} clusters' if clusters else '', f'n={cell.n}' if cell.n else '', cell.reason]
+    return '; '.join(p for p in parts if p)
+
+
+def effective_text(eff: Optional[dict]) -> str:
+    """'16k (8k-32k)': the effective length and its 95% interval in tiers, where the report has one."""
+    eff = eff or {}
+    point, interval = eff.get('contiguous'), eff.get('interval')
+    if not point:
+        return '-'
+    return f'{point} ({interval[0]}-{interval[1]})' if interval and None not in interval[:2] else point
+
+
+def _tier_table(report: dict, rows: list) -> List[str]:
     tiers = report['tiers']
     head = ['model', 'benchmark', 'row'] + tiers + ['mean', 'eff. len (NoLiMa)', 'eff. len (RULER)']
-    rows = []
-    for r in report['rows']:
+    out = []
+    for r in rows:
         cells = [(r.model, 't', None), (r.bench, 't', None), (r.row, 't', None)]
         for t in tiers:
             c = r.cells.get(t)
             klass = '' if c is None else {'n/a': 'na', 'failed': 'fail', 'missing': 'na'}.get(c.status, '')
             cells.append(('' if c is None else c.text(True), klass,
-                          None if c is None else dict(model=r.model, bench=r.bench, row=r.row, tier=t)))
+                          None if c is None else dict(model=r.model, bench=r.bench, row=r.row, tier=t),
+                          None if c is None else interval_note(c)))
         cells += [('-' if r.mean is None else f'{r.mean:.1f}' + ('*' if r.mean_note else ''), '', None),
-                  (r.effective['nolima'].get('contiguous') or '-', '', None),
-                  (r.effective['ruler'].get('contiguous') or '-', '', None)]
-        rows.append(cells)
-    return _table(head, rows, 'tiers')
+                  (effective_text(r.effective.get('nolima')), '', dict(model=r.model, bench=r.bench, row=r.row,
+                                                                        eff='nolima')),
+                  (effective_text(r.effective.get('ruler')), '', dict(model=r.model, bench=r.bench, row=r.row,
+                                                                       eff='ruler'))]
+        out.append(cells)
+    return _table(head, out, 'tiers')
+
+
+def _methods_legend(rows: list) -> str:
+    """One line: which interval methods the table's cells rest on, and on how many clusters."""
+    seen: dict = {}
+    for r in rows:
+        for c in r.cells.values():
+            method = getattr(c, 'ci_method', None)
+            if c.status == 'ok' and method:
+                seen.setdefault(method, []).append(getattr(c, 'clusters', None) or 0)
+    if not seen:
+        return ''
+    parts = []
+    for method, ks in seen.items():
+        ks = [k for k in ks if k]
+        span = '' if not ks else f', {min(ks)} clusters' if min(ks) == max(ks) else f', {min(ks)}-{max(ks)} clusters'
+        parts.append(f'{method} ({len(ks) or "no"} cells{span})' if ks else method)
+    return 'Intervals in this table: ' + '; '.join(parts) + ' (hover a cell for its own).'
+
+
+def testable(p) -> bool:
+    """False for a comparison with no variance (the method says 'not testable'): never starred."""
+    method = p.get('method') if isinstance(p, dict) else getattr(p, 'method', '')
+    flag = p.get('testable') if isinstance(p, dict) else getattr(p, 'testable', None)
+    return flag is not False and method != 'not testable'
+
+
+def starred(p) -> bool:
+    lo, hi = (p.get('lo'), p.get('hi')) if isinstance(p, dict) else (p.lo, p.hi)
+    return testable(p) and lo is not None and hi is not None and (lo > 0 or hi < 0)
+
+
+def direction_text(a: str, b: str, diff: Optional[float], star: bool = False) -> str:
+    """'a - b = +40.0': a difference with the order it was taken in."""
+    return '' if diff is None else f'{a} - {b} = {diff:+.1f}' + (' *' if star else '')
+
+
+def method_text(p) -> str:
+    method = (p.get('method') if isinstance(p, dict) else p.method) or ''
+    clusters = p.get('clusters') if isinstance(p, dict) else getattr(p, 'clusters', None)
+    return method + (f' ({clusters} clusters)' if clusters and method != 'not testable' else '')
 
 
 def _paired_table(table) -> List[str]:
@@ -70,26 +139,36 @@ def _paired_table(table) -> List[str]:
     rows = []
     for p in table:
         data = dict(a=p.a, b=p.b, bench=p.bench, row=p.row, tier=p.tier)
+        sig = starred(p)
         rows.append([(p.a, 't', None), (p.b, 't', None), (p.bench, 't', None), (p.row, 't', None),
                      (p.tier, 't', None),
-                     ('' if p.diff is None else f'{p.diff:+.1f}' + (' *' if p.significant else ''),
-                      'sig' if p.significant else '', data),
-                     (interval_text(p), '', None), (p.method, '', None),
+                     ('' if p.diff is None else f'{p.diff:+.1f}' + (' *' if sig else ''), 'sig' if sig else '', data,
+                      direction_text(p.a, p.b, p.diff)),
+                     (interval_text(p), '', None), (method_text(p), 'untestable' if not testable(p) else '', None),
                      ('' if p.p is None else f'{p.p:.3g}', '', None), (p.pairs, '', None),
                      (excluded_text(p), '', None), (p.note, 't', None)])
     return _table(head, rows, 'paired')
 
 
-def _board(board) -> List[str]:
-    head = ['benchmark', 'row', 'rank', 'model', 'eff. len', 'mean', 'vs group leader', '95% interval']
+def _board(board, report: dict, rank_by: str) -> List[str]:
+    head = ['benchmark', 'row', 'rank', 'model', 'eff. len', 'mean', 'difference to the group leader',
+            '95% interval', 'method']
+    by_row = {(r.model, r.bench, r.row): r for r in report['rows']}
     rows = []
     for e in board:
-        vs = e['vs'] or {}
+        vs = e.get('vs') or {}
+        mine = by_row.get((e['model'], e['bench'], e['row']))
+        eff = dict(mine.effective.get(rank_by) or {}) if mine else {}
+        a, b = vs.get('a', e.get('leader')), vs.get('b', e['model'])
+        diff = vs.get('diff')
+        text = direction_text(a, b, diff, starred(vs)) if diff is not None else vs.get('note', '')
         rows.append([(e['bench'], 't', None), (e['row'], 't', None), (e['rank'], 'rank', None),
-                     (e['model'], 't', dict(bench=e['bench'], rank=e['rank'])), (e['effective'] or '-', '', None),
+                     (e['model'], 't', dict(bench=e['bench'], rank=e['rank'])),
+                     (effective_text(dict(eff, contiguous=e.get('effective'))), '', None),
                      ('-' if e['mean'] is None else f'{e["mean"]:.1f}', '', None),
-                     ('' if not vs else f'{vs["diff"]:+.1f}' if vs['diff'] is not None else vs['note'], '', None),
-                     ('' if not vs or vs['lo'] is None else f'[{vs["lo"]:+.1f}, {vs["hi"]:+.1f}]', '', None)])
+                     (text, 't', dict(bench=e['bench'], model=e['model'], vs='leader') if vs else None),
+                     ('' if not vs or vs.get('lo') is None else f'[{vs["lo"]:+.1f}, {vs["hi"]:+.1f}]', '', None),
+                     (method_text(vs) if vs else '', '', None)])
     return _table(head, rows, 'board')
 
 
@@ -99,9 +178,17 @@ def _list(title: str, items: Sequence[str]) -> List[str]:
     return [f'<h2>{_e(title)}</h2>', '<ul class="small">'] + [f'<li>{_e(x)}</li>' for x in items] + ['</ul>']
 
 
+def _published(report: dict, rows: list) -> List[str]:
+    """The published numbers' sources, only for the benchmarks where a model of the run has one."""
+    benches = {r.bench for r in rows if r.published}
+    src = report.get('references') or {}
+    return _list('Published numbers', [f'{b}: {src[b]}' for b in src if b in benches and src[b]])
+
+
 def page(report: dict, table, board, plots: Sequence[str], rank_by: str = 'ruler') -> str:
     """The page as one string (plots read from their PNG files and inlined)."""
     from .compare import RESAMPLES
+    rows = shown_rows(report)
     parts = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
              '<title>Long-context leaderboard</title>', f'<style>{_CSS}</style></head><body>',
              '<h1>Long-context leaderboard</h1>',
@@ -110,25 +197,38 @@ def page(report: dict, table, board, plots: Sequence[str], rank_by: str = 'ruler
     if board:
         parts += ['<h2>Ranking per benchmark</h2>',
                   f'<p class="small">By effective length ({_e(rank_by)}), then mean. Models in one rank group are '
-                  'not significantly different from its leader (paired over the tiers both have).</p>']
-        parts += _board(board)
-    parts += ['<h2>Tier table</h2>', '<p class="small">Score (%) ± the half-width of its 95% interval; N/A: the '
-              'model cannot hold the tier; -: no result; FAIL: the task failed; ‡: not comparable with the other '
-              'models of the column (see below).</p>']
-    parts += _tier_table(report)
+                  'not significantly different from its leader (paired over the tiers both have). "leader - model = '
+                  '+4.0": the group leader scores 4.0 points more than this model; * and bold: the interval excludes '
+                  '0; not testable: the difference has no variance to test, never starred.</p>']
+        parts += _board(board, report, rank_by)
+    left_out = sorted({f'{r.bench} {r.row}' for r in report['rows']} - {f'{r.bench} {r.row}' for r in rows})
+    parts += ['<h2>Tier table</h2>', '<p class="small">Score (%) ± the half-width of its 95% interval; (k/n): the '
+              'mean over k of the row\'s n datasets; N/A: the model cannot hold the tier; -: no result; FAIL: the task '
+              'failed; ‡: not comparable with the other models of the column (see below); eff. len: the effective '
+              'length and, in brackets, its 95% interval where it has one.</p>']
+    legend = _methods_legend(rows)
+    if legend:
+        parts.append(f'<p class="small">{_e(legend)}</p>')
+    parts += _tier_table(report, rows)
+    if left_out:
+        parts.append(f'<p class="small">Left out (no value for any model): {_e(", ".join(left_out))}.</p>')
     for mark, why in (report.get('footnotes') or {}).items():
         parts += _list(f'{mark} Not comparable', why)
+    parts += _published(report, rows)
     if table:
         parts += ['<h2>Paired differences</h2>',
-                  '<p class="small">A - B in percentage points over the samples both models ran, 95% interval; * and '
-                  'bold: the interval excludes 0. mcnemar: exact McNemar test and its exact interval (0/1 scores of '
-                  f'equal weight); bootstrap: paired bootstrap within datasets ({RESAMPLES} resamples, seeded).</p>']
+                  '<p class="small">A - B in percentage points over the samples both models ran (positive: A scores '
+                  'more), 95% interval; * and bold: the interval excludes 0; not testable: no variance, never starred. '
+                  'mcnemar: exact McNemar test and its exact interval (0/1 scores of equal weight); bootstrap: paired '
+                  f'bootstrap within datasets ({RESAMPLES} resamples, seeded).</p>']
         parts += _paired_table(table)
     parts += _list('Failed or missing', [f.line() for f in report.get('failures') or []])
     parts += _list('Runs and merge notes', list(report.get('runs') or []) + list(report.get('merge_notes') or []))
     parts += _list('Notes', list(report.get('partial') or []) + list(report.get('notes') or []))
     if plots:
-        parts.append('<h2>Plots</h2><div>')
+        parts += ['<h2>Plots</h2>', '<p class="small">One marker and line style per model, shifted sideways a little '
+                  'so tied models stay visible; hollow marker with k/n: a partial row; marks below the 0 line: N/A or '
+                  'FAIL at that tier, in the model\'s colour and marker.</p>', '<div>']
         for p in plots:
             with open(p, 'rb') as f:
                 data = base64.b64encode(f.read()).decode()

@@ -4,11 +4,44 @@ heatmaps per benchmark and model where the benchmark records each sample's depth
 Each plot's x axis is its own benchmark's tiers (BABILong plots do not get NoLiMa's 250 and 500). A plot with
 nothing to draw is not written. What each plot shows is computed first as plain data (``score_plots``,
 ``heatmaps``), then drawn.
+
+Every model stays visible: each has its own marker, line style and a small sideways offset, so two tied models
+draw two lines. The y axis reaches below 0, so a score of 0 is a point, not the axis. A tier the model cannot
+hold (N/A) or whose task failed is marked in the model's own colour and marker below the 0 line; a partial row's
+mean (k of n datasets) is a hollow marker labelled k/n. File names are made from the benchmark, row and model
+names by :func:`file_part`: any model abbr (``org/model``, spaces, unicode, ``..``) gives one plain file name
+inside the plot directory.
 """
+import hashlib
 import os
+import re
 from typing import Dict, List
 
 BLANK = 'blank: no sample at this depth and tier'
+MARKERS = ('o', 's', '^', 'D', 'v', 'P', 'X', '*', '<', '>')
+LINESTYLES = ('-', '--', '-.', ':')
+NA_Y = -5.0          # where N/A and FAIL marks sit: below the 0 line, inside the axis
+_SAFE = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,79}\Z')
+
+
+def file_part(text: str) -> str:
+    """``text`` as a part of a file name: unchanged when it is plain (letters, digits, ``_.-``, not starting with a
+    dot, no ``..``), else a readable slug plus a short hash of the text, so two names that differ only in the
+    characters the slug drops still get two files (``org/model`` -> ``org_model-1b2c3d4e``)."""
+    text = str(text)
+    if _SAFE.match(text) and '..' not in text:
+        return text
+    slug = re.sub(r'\.{2,}', '.', re.sub(r'[^A-Za-z0-9_.-]+', '_', text)).strip('._-')[:60]
+    return f'{slug or "x"}-{hashlib.sha1(text.encode("utf-8")).hexdigest()[:8]}'
+
+
+def _name(text: str) -> str:
+    return file_part(text.replace(' ', '_'))
+
+
+def _plain(text: str) -> str:
+    """Text matplotlib draws as written (a ``$`` would start mathtext)."""
+    return str(text).replace('$', r'\$')
 
 
 def _plt():
@@ -18,13 +51,11 @@ def _plt():
     return plt
 
 
-def _name(text: str) -> str:
-    return text.replace(' ', '_')
-
-
 def score_plots(report: dict) -> List[dict]:
     """One entry per (benchmark, row) that has a score or a published number at some tier:
-    {file, title, tiers, series: [{label, x, y, err, published}], na: [(model, x)]}; x indexes ``tiers``."""
+    {file, title, tiers, series: [{label, model, x, y, err, partial, na, failed, published}], na: [(model, x)]};
+    x indexes ``tiers``; ``partial`` = {x: 'k/n'} for a row mean over k of its n datasets; ``na`` and ``failed``:
+    the x of the model's N/A and FAIL cells."""
     groups: Dict[tuple, list] = {}
     for r in report['rows']:
         groups.setdefault((r.bench, r.row), []).append(r)
@@ -33,17 +64,23 @@ def score_plots(report: dict) -> List[dict]:
         tiers = report['bench_tiers'][bench]
         series, na = [], []
         for r in rows:
-            xs = [i for i, t in enumerate(tiers) if t in r.cells and r.cells[t].status == 'ok']
-            if xs:
-                series.append(dict(label=r.model, x=xs, y=[r.cells[tiers[i]].score for i in xs],
-                                   err=[r.cells[tiers[i]].ci95 or 0 for i in xs], published=False))
-            na += [(r.model, i) for i, t in enumerate(tiers) if t in r.cells and r.cells[t].status == 'n/a']
+            cells = [(i, r.cells.get(t)) for i, t in enumerate(tiers)]
+            ok = [(i, c) for i, c in cells if c is not None and c.status == 'ok']
+            mine = dict(label=r.model, model=r.model, x=[i for i, _ in ok], y=[c.score for _, c in ok],
+                        err=[c.ci95 or 0 for _, c in ok], published=False,
+                        partial={i: f'{c.cells_used}/{c.cells_total}' for i, c in ok if c.cells_used < c.cells_total},
+                        na=[i for i, c in cells if c is not None and c.status == 'n/a'],
+                        failed=[i for i, c in cells if c is not None and c.status == 'failed'])
+            if mine['x'] or mine['na'] or mine['failed']:
+                series.append(mine)
+            na += [(r.model, i) for i in mine['na']]
             px = [i for i, t in enumerate(tiers) if t in r.published]
             if px:
-                series.append(dict(label=f'{r.model} published ({r.published_name})', x=px,
-                                   y=[r.published[tiers[i]] for i in px], err=None, published=True))
-        if series:
-            out.append(dict(file=f'score_vs_tier_{bench}_{_name(row)}.png', title=f'{bench} {row}: score vs tier',
+                series.append(dict(label=f'{r.model} published ({r.published_name})', model=r.model, x=px,
+                                   y=[r.published[tiers[i]] for i in px], err=None, published=True, partial={},
+                                   na=[], failed=[]))
+        if any(s['x'] for s in series):
+            out.append(dict(file=f'score_vs_tier_{_name(bench)}_{_name(row)}.png', title=f'{bench} {row}: score vs tier',
                             tiers=tiers, series=series, na=na))
     return out
 
@@ -58,40 +95,74 @@ def heatmaps(report: dict) -> List[dict]:
             bins = len(next(iter(by_tier.values())))
             grid = [[None if t not in by_tier or not by_tier[t][b][1] else 100.0 * by_tier[t][b][0] / by_tier[t][b][1]
                      for t in tiers] for b in range(bins)]
-            out.append(dict(file=f'depth_{bench}_{model}.png', title=f'{bench}: accuracy by depth and tier ({model})',
-                            tiers=tiers, grid=grid))
+            out.append(dict(file=f'depth_{_name(bench)}_{file_part(model)}.png',
+                            title=f'{bench}: accuracy by depth and tier ({model})', tiers=tiers, grid=grid))
     return out
 
 
 def plot_report(report: dict, out_dir: str) -> List[str]:
     plt = _plt()
     os.makedirs(out_dir, exist_ok=True)
-    written = []
-    for p in score_plots(report):
-        tiers = p['tiers']
-        fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(tiers) + 2), 4))
-        for s in p['series']:
-            if s['published']:
-                ax.plot(s['x'], s['y'], linestyle='--', marker='x', alpha=0.7, label=s['label'])
-            else:
-                ax.errorbar(s['x'], s['y'], yerr=s['err'], marker='o', capsize=3, label=s['label'])
-        for model, i in p['na']:
-            ax.annotate(f'N/A ({model})' if len({m for m, _ in p['na']}) > 1 else 'N/A', (i, 2), ha='center',
-                        fontsize=7, color='gray')
-        ax.set_xticks(range(len(tiers)))
-        ax.set_xticklabels(tiers)
-        ax.set_xlim(-0.5, len(tiers) - 0.5)
-        ax.set_ylim(0, 100)
-        ax.set_xlabel('context tier')
-        ax.set_ylabel('score (%)')
-        ax.set_title(p['title'])
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        written.append(_save(plt, fig, out_dir, p['file']))
-    for h in heatmaps(report):
-        written.append(_heatmap(plt, h, out_dir))
-    return written
+    planned = score_plots(report) + heatmaps(report)
+    names = [p['file'] for p in planned]
+    clash = sorted({n for n in names if names.count(n) > 1})
+    if clash:
+        raise ValueError(f'two plots would be written to the same file ({", ".join(clash)}): rename one of the '
+                         'benchmark rows or model abbrs that make it')
+    return [_score_plot(plt, p, out_dir) if 'series' in p else _heatmap(plt, p, out_dir) for p in planned]
+
+
+def _score_plot(plt, p: dict, out_dir: str) -> str:
+    from matplotlib.lines import Line2D
+    tiers, series = p['tiers'], p['series']
+    measured = [s for s in series if not s['published']]
+    step = min(0.12, 0.6 / max(1, len(measured)))
+    offset = {s['model']: (k - (len(measured) - 1) / 2) * step for k, s in enumerate(measured)}
+    style = {s['model']: (MARKERS[k % len(MARKERS)], LINESTYLES[k % len(LINESTYLES)]) for k, s in enumerate(measured)}
+    fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(tiers) + 2) + 3, 4.6))
+    ax.axhline(0, color='#999', linewidth=0.8)
+    ax.axhspan(-20, -1.5, color='#f3f3f3', zorder=0)
+    extra = []
+    for s in series:
+        marker, line = style.get(s['model'], ('x', '--'))
+        dx = offset.get(s['model'], 0.0)
+        xs = [x + dx for x in s['x']]
+        if s['published']:
+            ax.plot(xs, s['y'], linestyle=(0, (2, 2)), marker='x', alpha=0.7, label=_plain(s['label']))
+            continue
+        err = [[min(e, y) for e, y in zip(s['err'], s['y'])], [min(e, 100 - y) for e, y in zip(s['err'], s['y'])]]
+        bars = ax.errorbar(xs, s['y'], yerr=err, marker=marker, linestyle=line, capsize=3, markersize=6,
+                           label=_plain(s['label']))
+        color = bars.lines[0].get_color()
+        for x, text in s['partial'].items():  # a partial mean: hollow marker and its k/n
+            y = s['y'][s['x'].index(x)]
+            ax.plot([x + dx], [y], marker=marker, markersize=9, markerfacecolor='white', color=color, zorder=4)
+            ax.annotate(text, (x + dx, y), textcoords='offset points', xytext=(6, 4), fontsize=7, color=color)
+        for xs_mark, text in ((s['na'], 'N/A'), (s['failed'], 'FAIL')):
+            for x in xs_mark:
+                ax.plot([x + dx], [NA_Y], marker=marker, markersize=6, markerfacecolor='white', color=color,
+                        linestyle='none', zorder=4)
+                ax.annotate(text, (x + dx, NA_Y), textcoords='offset points', xytext=(0, -5), ha='center',
+                            va='top', rotation=90, fontsize=6, color=color)
+    if any(s['partial'] for s in measured):
+        extra.append(Line2D([], [], marker='o', markerfacecolor='white', color='gray', linestyle='none',
+                            label='hollow, k/n: mean over k of n datasets'))
+    if any(s['na'] or s['failed'] for s in measured):
+        extra.append(Line2D([], [], marker='s', color='#f3f3f3', linestyle='none', markersize=9,
+                            label='below 0: N/A (cannot hold the tier) / FAIL'))
+    ax.set_xticks(range(len(tiers)))
+    ax.set_xticklabels(tiers)
+    ax.set_xlim(-0.5, len(tiers) - 0.5)
+    ax.set_ylim(-20, 105)
+    ax.set_yticks(range(0, 101, 20))
+    ax.set_xlabel('context tier')
+    ax.set_ylabel('score (%)')
+    ax.set_title(_plain(p['title']))
+    ax.grid(alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(handles=handles + extra, fontsize=7, loc='upper left', bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.tight_layout()
+    return _save(plt, fig, out_dir, p['file'])
 
 
 def _heatmap(plt, h: dict, out_dir: str) -> str:
@@ -111,7 +182,7 @@ def _heatmap(plt, h: dict, out_dir: str) -> str:
     ax.set_yticklabels([f'{100 * b // bins}-{100 * (b + 1) // bins}%' for b in range(bins)])
     ax.set_xlabel('context tier')
     ax.set_ylabel('needle depth')
-    ax.set_title(h['title'])
+    ax.set_title(_plain(h['title']))
     fig.colorbar(im, ax=ax, label='accuracy (%)')
     if any(v is None for row in grid for v in row):
         ax.legend(handles=[Patch(facecolor='white', edgecolor='lightgray', hatch='///', label=BLANK)],
@@ -122,6 +193,8 @@ def _heatmap(plt, h: dict, out_dir: str) -> str:
 
 def _save(plt, fig, out_dir: str, name: str) -> str:
     path = os.path.join(out_dir, name)
+    if os.path.dirname(os.path.abspath(path)) != os.path.abspath(out_dir):
+        raise ValueError(f'plot file name {name!r} leaves the plot directory {out_dir}')
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
