@@ -4,7 +4,7 @@ model), rows with no value anywhere are left out, and any model abbr (``org/mode
 leading dots) gives safe plot files and escaped HTML. The page is rendered in a real headless browser."""
 import json
 import os
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from html.parser import HTMLParser
 
 import pytest
@@ -47,23 +47,29 @@ def make_report(work):
     return build(str(work), models, abbrs)
 
 
+def _paired(*args, **kw) -> Paired:
+    """A Paired with the fields this version of compare.py has (``clusters`` and ``testable`` are newer)."""
+    names = {f.name for f in fields(Paired)}
+    return Paired(*args, **{k: v for k, v in kw.items() if k in names})
+
+
 def board_and_table():
     """A ranking and paired table as compare.py gives them: the leader first in ``vs`` (vs.a - vs.b), the paired
     table in the other order; one comparison with no variance ('not testable', a zero-width interval at +6.7)."""
-    untestable = Paired('tied-a', 'tied-b', 'babilong', 'qa1-qa5', 'mean', diff=6.7, lo=6.7, hi=6.7,
-                        method='not testable', pairs=15, note='no variance')
-    lead = Paired('tied-a', 'org/model', 'babilong', 'qa1-qa5', 'mean', diff=13.3, lo=5.0, hi=20.0, method='mcnemar',
-                  p=0.01, pairs=30)
-    nasty = Paired('tied-a', NASTY, 'babilong', 'qa1-qa5', 'mean', diff=60.0, lo=40.0, hi=70.0, method='mcnemar',
-                   p=0.001, pairs=30)
+    untestable = _paired('tied-a', 'tied-b', 'babilong', 'qa1-qa5', 'mean', diff=6.7, lo=6.7, hi=6.7,
+                         method='not testable', pairs=15, note='no variance', testable=False, clusters=15)
+    lead = _paired('tied-a', 'org/model', 'babilong', 'qa1-qa5', 'mean', diff=13.3, lo=5.0, hi=20.0,
+                   method='mcnemar', p=0.01, pairs=30, clusters=30)
+    nasty = _paired('tied-a', NASTY, 'babilong', 'qa1-qa5', 'mean', diff=60.0, lo=40.0, hi=70.0, method='mcnemar',
+                    p=0.001, pairs=30, clusters=30)
     entry = dict(bench='babilong', row='qa1-qa5', effective='1k', mean=40.0)
     board = [dict(entry, rank=1, model='tied-a', vs=None, leader=None),
              dict(entry, rank=1, model='tied-b', vs=dict(asdict(untestable), testable=False, clusters=15),
                   leader='tied-a'),
-             dict(entry, rank=2, model='org/model', vs=dict(asdict(lead), testable=True, clusters=30), leader='tied-a'),
-             dict(entry, rank=3, model=NASTY, vs=dict(asdict(nasty), testable=True, clusters=30), leader='tied-a')]
-    reverse = Paired('org/model', 'tied-a', 'babilong', 'qa1-qa5', 'mean', diff=-13.3, lo=-20.0, hi=-5.0,
-                     method='mcnemar', p=0.01, pairs=30)
+             dict(entry, rank=2, model='org/model', vs=dict(asdict(lead), clusters=30), leader='tied-a'),
+             dict(entry, rank=3, model=NASTY, vs=dict(asdict(nasty), clusters=30), leader='tied-a')]
+    reverse = _paired('org/model', 'tied-a', 'babilong', 'qa1-qa5', 'mean', diff=-13.3, lo=-20.0, hi=-5.0,
+                      method='mcnemar', p=0.01, pairs=30, clusters=30)
     return board, [reverse, untestable]
 
 

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from dataclasses import fields
 from typing import List, Optional, Sequence
 
 CHROMIUM_INSTALL = 'apt-get update && apt-get install -y --no-install-recommends chromium'
@@ -117,8 +118,14 @@ def testable(p) -> bool:
 
 
 def starred(p) -> bool:
-    lo, hi = (p.get('lo'), p.get('hi')) if isinstance(p, dict) else (p.lo, p.hi)
-    return testable(p) and lo is not None and hi is not None and (lo > 0 or hi < 0)
+    """The comparison's own ``significant`` (compare.Paired's rule; a leaderboard entry's ``vs`` is its asdict)."""
+    from .compare import Paired
+    if isinstance(p, dict) and 'significant' in p:
+        return testable(p) and bool(p['significant'])
+    if isinstance(p, dict):
+        names = {f.name for f in fields(Paired)}
+        p = Paired(**{k: v for k, v in p.items() if k in names})
+    return testable(p) and p.significant
 
 
 def direction_text(a: str, b: str, diff: Optional[float], star: bool = False) -> str:
@@ -127,6 +134,10 @@ def direction_text(a: str, b: str, diff: Optional[float], star: bool = False) ->
 
 
 def method_text(p) -> str:
+    """compare.method_text where compare.py has one ('sign-flip (58 clusters)'), else the method and clusters."""
+    from . import compare
+    if hasattr(compare, 'method_text') and not isinstance(p, dict):
+        return compare.method_text(p)
     method = (p.get('method') if isinstance(p, dict) else p.method) or ''
     clusters = p.get('clusters') if isinstance(p, dict) else getattr(p, 'clusters', None)
     return method + (f' ({clusters} clusters)' if clusters and method != 'not testable' else '')
@@ -151,14 +162,19 @@ def _paired_table(table) -> List[str]:
 
 
 def _board(board, report: dict, rank_by: str) -> List[str]:
+    holm = any('p_holm' in (e.get('vs') or {}) for e in board)
+    decided = any(e.get('decision') for e in board)
     head = ['benchmark', 'row', 'rank', 'model', 'eff. len', 'mean', 'difference to the group leader',
-            '95% interval', 'method']
+            '95% interval', 'method'] + ['p (Holm)'] * holm + ['decision'] * decided
     by_row = {(r.model, r.bench, r.row): r for r in report['rows']}
     rows = []
     for e in board:
         vs = e.get('vs') or {}
         mine = by_row.get((e['model'], e['bench'], e['row']))
         eff = dict(mine.effective.get(rank_by) or {}) if mine else {}
+        if e.get('effective_interval'):
+            eff['interval'] = e['effective_interval']
+        p_holm = vs.get('p_holm')
         a, b = vs.get('a', e.get('leader')), vs.get('b', e['model'])
         diff = vs.get('diff')
         text = direction_text(a, b, diff, starred(vs)) if diff is not None else vs.get('note', '')
@@ -168,7 +184,9 @@ def _board(board, report: dict, rank_by: str) -> List[str]:
                      ('-' if e['mean'] is None else f'{e["mean"]:.1f}', '', None),
                      (text, 't', dict(bench=e['bench'], model=e['model'], vs='leader') if vs else None),
                      ('' if not vs or vs.get('lo') is None else f'[{vs["lo"]:+.1f}, {vs["hi"]:+.1f}]', '', None),
-                     (method_text(vs) if vs else '', '', None)])
+                     (method_text(vs) if vs else '', '', None)]
+                    + [('' if p_holm is None else f'{p_holm:.3g}', '', None)] * holm
+                    + [(e.get('decision') or '', 't', None)] * decided)
     return _table(head, rows, 'board')
 
 
@@ -185,9 +203,25 @@ def _published(report: dict, rows: list) -> List[str]:
     return _list('Published numbers', [f'{b}: {src[b]}' for b in src if b in benches and src[b]])
 
 
+def rank_rule(rank_by: str) -> str:
+    from . import compare
+    rule = getattr(compare, 'RANK_RULE', None)
+    return rule.format(rank_by=rank_by) if rule else (
+        f'By effective length ({rank_by}), then mean. Models in one rank group are not significantly different '
+        'from its leader (paired over the tiers both have).')
+
+
+def methods_text() -> str:
+    """What the paired table's methods mean: compare.py's own words where it has them."""
+    from . import compare
+    return getattr(compare, 'METHODS', None) or (
+        '* and bold: the interval excludes 0; not testable: no variance, never starred. mcnemar: exact McNemar test '
+        'and its exact interval (0/1 scores of equal weight); bootstrap: paired bootstrap within datasets '
+        f'({compare.RESAMPLES} resamples, seeded).')
+
+
 def page(report: dict, table, board, plots: Sequence[str], rank_by: str = 'ruler') -> str:
     """The page as one string (plots read from their PNG files and inlined)."""
-    from .compare import RESAMPLES
     rows = shown_rows(report)
     parts = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
              '<title>Long-context leaderboard</title>', f'<style>{_CSS}</style></head><body>',
@@ -196,10 +230,9 @@ def page(report: dict, table, board, plots: Sequence[str], rank_by: str = 'ruler
              f'runs: {_e(", ".join(report.get("runs") or []))}</p>']
     if board:
         parts += ['<h2>Ranking per benchmark</h2>',
-                  f'<p class="small">By effective length ({_e(rank_by)}), then mean. Models in one rank group are '
-                  'not significantly different from its leader (paired over the tiers both have). "leader - model = '
-                  '+4.0": the group leader scores 4.0 points more than this model; * and bold: the interval excludes '
-                  '0; not testable: the difference has no variance to test, never starred.</p>']
+                  f'<p class="small">{_e(rank_rule(rank_by))} "leader - model = +4.0": the group leader scores 4.0 '
+                  'points more than this model; *: significant; not testable: the difference has no variance to '
+                  'test, never starred.</p>']
         parts += _board(board, report, rank_by)
     left_out = sorted({f'{r.bench} {r.row}' for r in report['rows']} - {f'{r.bench} {r.row}' for r in rows})
     parts += ['<h2>Tier table</h2>', '<p class="small">Score (%) ± the half-width of its 95% interval; (k/n): the '
@@ -218,9 +251,7 @@ def page(report: dict, table, board, plots: Sequence[str], rank_by: str = 'ruler
     if table:
         parts += ['<h2>Paired differences</h2>',
                   '<p class="small">A - B in percentage points over the samples both models ran (positive: A scores '
-                  'more), 95% interval; * and bold: the interval excludes 0; not testable: no variance, never starred. '
-                  'mcnemar: exact McNemar test and its exact interval (0/1 scores of equal weight); bootstrap: paired '
-                  f'bootstrap within datasets ({RESAMPLES} resamples, seeded).</p>']
+                  f'more; hover a difference for its names), 95% interval. {_e(methods_text())}</p>']
         parts += _paired_table(table)
     parts += _list('Failed or missing', [f.line() for f in report.get('failures') or []])
     parts += _list('Runs and merge notes', list(report.get('runs') or []) + list(report.get('merge_notes') or []))
