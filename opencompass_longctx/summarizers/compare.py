@@ -12,37 +12,37 @@ Samples that are not scored answers are left out of the pair, and counted in ``e
 (the prompt was not sent), engine too small, engine error (:mod:`opencompass_longctx.overlength`), on either
 side; so are samples only one model has (``unmatched``).
 
-The interval (95%) and the test:
+The test and its 95% interval (:mod:`.paired_tests`) rest on the benchmark's own statement of how its samples
+are related (``Bench.cluster_keys``, read from each sample's details): NoLiMa's samples of one needle entry are one
+cluster across its datasets and tiers, and the test is a sign-flip permutation over clusters with the interval
+from the same test inverted (``sign-flip``). Where the benchmark declares its samples independent, every value is
+0/1 and every pair weighs the same, the exact McNemar test (``mcnemar``); otherwise (unequal weights, non-0/1
+values) the sign flip over single samples. A comparison with no variance (one cluster; every cluster the same
+difference) is ``not testable`` and never significant; one over fewer than ten clusters is shown, not starred.
 
-* ``mcnemar``: when every value is 0/1 and every pair weighs the same (one dataset, or datasets with equal
-  numbers of pairs), the exact McNemar test: of the m discordant pairs, b favour A; p = the two-sided exact
-  binomial test of b ~ Bin(m, 1/2). The interval is exact given m: Clopper-Pearson for b/m, times m/n, so it
-  excludes 0 exactly when p < 0.05.
-* ``bootstrap``: otherwise (unequal weights, or non-0/1 values), a paired bootstrap: the pairs resampled with
-  replacement within each dataset (``RESAMPLES`` times, seeded per cell so a table is reproducible), the
-  percentile interval; no p.
-
-``*`` marks an interval that excludes 0. The ranking of a benchmark (its ``mean`` row, else its first) orders
-models by effective length (RULER's fixed threshold by default), then mean; a model whose paired difference from
-the leader of the current rank group is not significant joins that group, otherwise it starts the next one.
+``*`` marks a significant difference (p < 0.05, testable, at least ten clusters). The ranking of a benchmark (its
+``mean`` row, else its first) and its rank groups: :meth:`Comparer.leaderboard`.
 """
 import math
-import random
 import zlib
 from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
+
 from ..overlength import ENGINE_ERROR, ENGINE_TOO_SMALL, OVER_LENGTH
 from ..tiers import parse_tier
-from .merge import MergedResults, _sha, per_model_copy, prompt_text, read_predictions
+from . import paired_tests as stats
+from .merge import MergedResults, ReportInputError, _sha, per_model_copy, prompt_text, read_predictions
 from .report import _detail_value, row_task_names
 from .specs import bench_by_name
 
-RESAMPLES = 2000
-SEED = 19
-LEVEL = 0.95
+RESAMPLES = stats.RESAMPLES
+SEED = stats.SEED
+LEVEL = stats.LEVEL
 _MARKERS = {OVER_LENGTH: 'over-length', ENGINE_TOO_SMALL: 'engine too small', ENGINE_ERROR: 'engine error'}
 _HEADLINE_KEY = {'citation': 'citation_hit', 'answer': 'answer_hit'}
+DIRECTION = 'leader - model'
 
 
 class NotPaired(Exception):
@@ -65,68 +65,15 @@ class Paired:
     excluded: Dict[str, int] = field(default_factory=dict)
     unmatched: int = 0
     note: str = ''
+    testable: bool = True     # False: no variance to test the difference against (method 'not testable')
+    clusters: int = 0         # how many clusters (independent units) the test rests on
 
     @property
     def significant(self) -> bool:
-        return self.lo is not None and (self.lo > 0 or self.hi < 0)
-
-
-# ---------------------------------------------------------------------------------------------- statistics
-def binom_tail(k: int, n: int, p: float, upper: bool) -> float:
-    """P(X >= k) (upper) or P(X <= k) for X ~ Bin(n, p)."""
-    ks = range(k, n + 1) if upper else range(0, k + 1)
-    return min(1.0, sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in ks))
-
-
-def mcnemar_p(b: int, c: int) -> float:
-    m = b + c
-    if not m:
-        return 1.0
-    return min(1.0, 2 * min(binom_tail(b, m, 0.5, True), binom_tail(b, m, 0.5, False)))
-
-
-def clopper_pearson(k: int, n: int, level: float = LEVEL) -> Tuple[float, float]:
-    """The exact interval for a binomial proportion (bisection on the binomial tails)."""
-    a = (1 - level) / 2
-
-    def solve(f, lo=0.0, hi=1.0):  # f increasing in p: the p where f(p) = a
-        for _ in range(60):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if f(mid) < a else (lo, mid)
-        return (lo + hi) / 2
-    lower = 0.0 if k == 0 else solve(lambda p: binom_tail(k, n, p, True))
-    upper = 1.0 if k == n else solve(lambda p: -binom_tail(k, n, p, False) + 2 * a)  # P(X<=k) decreasing
-    return lower, upper
-
-
-def mcnemar(pairs: Sequence[Tuple[float, float]]) -> Tuple[float, float, float, float]:
-    """(diff, lo, hi, p) in percentage points for 0/1 pairs of equal weight."""
-    n = len(pairs)
-    b = sum(1 for x, y in pairs if x > y)
-    c = sum(1 for x, y in pairs if x < y)
-    m = b + c
-    diff = 100.0 * (b - c) / n
-    if not m:
-        return diff, 0.0, 0.0, 1.0
-    pl, pu = clopper_pearson(b, m)
-    return diff, 100.0 * m / n * (2 * pl - 1), 100.0 * m / n * (2 * pu - 1), mcnemar_p(b, c)
-
-
-def weighted_diff(strata: Sequence[Tuple[float, Sequence[Tuple[float, float]]]]) -> float:
-    return 100.0 * sum(w * sum(x - y for x, y in s) / len(s) for w, s in strata)
-
-
-def bootstrap(strata: Sequence[Tuple[float, Sequence[Tuple[float, float]]]], seed: int,
-              resamples: int = RESAMPLES) -> Tuple[float, float, float]:
-    """(diff, lo, hi): the stratified paired bootstrap percentile interval."""
-    rng = random.Random(seed)
-    diffs = [[x - y for x, y in s] for _, s in strata]
-    stats = []
-    for _ in range(resamples):
-        stats.append(100.0 * sum(w * sum(rng.choice(d) for _ in d) / len(d) for (w, _), d in zip(strata, diffs)))
-    stats.sort()
-    a = (1 - LEVEL) / 2
-    return weighted_diff(strata), stats[int(math.floor(a * resamples))], stats[int(math.ceil((1 - a) * resamples)) - 1]
+        """p < 0.05 from a testable comparison over at least ``MIN_CLUSTERS`` clusters (the interval then
+        excludes 0)."""
+        return (self.testable and self.method != stats.NOT_TESTABLE and self.p is not None and self.p < stats.ALPHA
+                and self.clusters >= stats.MIN_CLUSTERS)
 
 
 # ---------------------------------------------------------------------------------------------- samples
@@ -135,16 +82,36 @@ def _value_key(res: dict) -> str:
     return _HEADLINE_KEY.get(head, 'correct')
 
 
-def units(results: MergedResults, model: str, abbr: str, metric: str,
-          detail_filter: Tuple[str, str] = ()) -> List[Tuple[tuple, Optional[float], str]]:
-    """[(identity, value 0..1 or None, status)] per sample of a result; NotPaired when its score cannot be read
-    back from its per-sample details."""
+def _cluster(d: dict, keys: Sequence[str], where: str) -> Optional[tuple]:
+    """The sample's cluster: the values of the benchmark's cluster keys in its details (None: no clusters)."""
+    if not keys:
+        return None
+    values = tuple(_detail_value(d, k) for k in keys)
+    missing = [k for k, v in zip(keys, values) if v is None]
+    if missing:
+        raise NotPaired(f'{where}: its per-sample details have no {", ".join(map(repr, missing))}, which name the '
+                        'clusters of this benchmark (results written by an older version: evaluate the run again '
+                        'with `opencompass ... -r` to compare it)')
+    return ('c',) + tuple(str(v) for v in values)
+
+
+def _predictions(results: MergedResults, model: str, abbr: str) -> Optional[List[dict]]:
+    run = results.run_of(model, abbr)
+    try:
+        return read_predictions(run.path, model, abbr)
+    except (OSError, ValueError, ReportInputError) as e:   # an unreadable file: no pairing by prompt
+        raise NotPaired(f'{model}/{abbr}: {e}') from e
+
+
+def units(results: MergedResults, model: str, abbr: str, metric: str, detail_filter: Tuple[str, str] = (),
+          cluster_keys: Sequence[str] = ()) -> List[Tuple[tuple, Optional[float], str, Optional[tuple]]]:
+    """[(identity, value 0..1 or None, status, cluster or None)] per sample of a result; NotPaired when its score
+    cannot be read back from its per-sample details (or a clustered benchmark's details do not name the cluster)."""
     res = results.get(model, abbr)
     if not res or 'error' in res or not isinstance(res.get('details'), list):
         raise NotPaired(f'{model}/{abbr}: no per-sample details')
     details = res['details']
-    run = results.run_of(model, abbr)
-    preds = read_predictions(run.path, model, abbr)
+    preds = _predictions(results, model, abbr)
     if preds is not None and len(preds) != len(details):
         preds = None
     key = _value_key(res)
@@ -161,7 +128,9 @@ def units(results: MergedResults, model: str, abbr: str, metric: str,
         v = _detail_value(d, key)
         value = float(v) if status == 'scored' and isinstance(v, (bool, int, float)) else None
         group = _detail_value(d, 'sample') if status == 'scored' else None
+        cluster = _cluster(d, cluster_keys, f'{model}/{abbr}') if status == 'scored' else None
         rows.append(dict(ident=ident, value=value, status=status, group=(i,) if group is None else ('s', group),
+                         cluster=cluster,
                          keep=not detail_filter or _detail_value(d, detail_filter[0]) == detail_filter[1]))
     for collapse in (True, False):
         out, seen = [], {}
@@ -173,26 +142,45 @@ def units(results: MergedResults, model: str, abbr: str, metric: str,
         for g in groups.values():
             r = g[0]
             k = seen[r['ident']] = seen.get(r['ident'], -1) + 1
-            out.append(((r['ident'], k), r['value'], r['status'], r['keep']))
-        scored = [v for _, v, s, _ in out if s == 'scored']
+            out.append(((r['ident'], k), r['value'], r['status'], r['keep'], r['cluster']))
+        scored = [v for _, v, s, _, _ in out if s == 'scored']
         if scored and None not in scored and (metric not in res or abs(100.0 * sum(scored) / len(scored)
                                                                        - float(res[metric])) < 1e-6):
-            return [(i, v, s) for i, v, s, keep in out if keep]
+            return [(i, v, s, c) for i, v, s, keep, c in out if keep]
     raise NotPaired(f'{model}/{abbr}: its {metric} is not the mean of its per-sample {key!r} values')
 
 
-def pair_units(ua, ub) -> Tuple[List[Tuple[float, float]], Dict[str, int], int]:
-    """(pairs of scored values, excluded counts by reason, samples only one side has)."""
-    a, b = {i: (v, s) for i, v, s in ua}, {i: (v, s) for i, v, s in ub}
+def pair_units(ua, ub) -> Tuple[List[Tuple[float, float, Optional[tuple]]], Dict[str, int], int]:
+    """(pairs of scored values with A's cluster, in A's sample order; excluded counts by reason; samples only one
+    side has)."""
+    a, b = {i: (v, s, c) for i, v, s, c in ua}, {i: (v, s) for i, v, s, _ in ub}
     pairs, excluded = [], {}
-    for i in a.keys() & b.keys():
-        (va, sa), (vb, sb) = a[i], b[i]
+    for i in (i for i, *_ in ua if i in b):
+        (va, sa, cluster), (vb, sb) = a[i], b[i]
         if sa == 'scored' and sb == 'scored':
-            pairs.append((va, vb))
+            pairs.append((va, vb, cluster))
         else:
             reason = sa if sa != 'scored' else sb
             excluded[reason] = excluded.get(reason, 0) + 1
     return pairs, excluded, len(a.keys() ^ b.keys())
+
+
+def paired_test(strata: Sequence[Tuple[float, Sequence[Tuple[float, float, Optional[tuple]]]]], independent: bool,
+                resamples: int = RESAMPLES, seed: int = SEED) -> stats.Test:
+    """The test of [(dataset weight, [(A value, B value, cluster or None)])]: exact McNemar where the benchmark
+    declares independent samples, every value is 0/1 and every pair weighs the same; else the sign flip over
+    clusters (a sample without a cluster is its own)."""
+    total = sum(w for w, _ in strata)
+    d, w, cl, codes = [], [], [], {}
+    for s, (weight, pairs) in enumerate(strata):
+        for k, (x, y, cluster) in enumerate(pairs):
+            d.append(x - y)
+            w.append(weight / total / len(pairs))
+            cl.append(codes.setdefault((s, k) if cluster is None else cluster, len(codes)))
+    binary = all(x in (0.0, 1.0) and y in (0.0, 1.0) for _, pairs in strata for x, y, _ in pairs)
+    if independent and binary and len({round(x, 12) for x in w}) == 1:
+        return stats.mcnemar(sum(1 for x in d if x > 0), sum(1 for x in d if x < 0), len(d))
+    return stats.sign_flip(np.array(d), np.array(w), np.array(cl), resamples, seed)
 
 
 # ---------------------------------------------------------------------------------------------- the table
@@ -203,9 +191,22 @@ class Comparer:
         self.rows = {(r.model, r.bench, r.row): r for r in report['rows']}
         self.fps = report.get('fingerprints') or {}
         self._memo: Dict[tuple, Paired] = {}
+        self._unit_memo: Dict[tuple, list] = {}
 
     def models(self) -> List[str]:
         return list(dict.fromkeys(r.model for r in self.report['rows']))
+
+    def _units(self, model: str, abbr: str, spec, detail_filter: Tuple[str, str]) -> list:
+        key = (model, abbr, detail_filter)
+        if key not in self._unit_memo:
+            try:
+                self._unit_memo[key] = units(self.results, model, abbr, spec.metric, detail_filter, spec.cluster_keys)
+            except NotPaired as e:
+                self._unit_memo[key] = e
+        found = self._unit_memo[key]
+        if isinstance(found, NotPaired):
+            raise found
+        return found
 
     def _strata(self, a: str, b: str, bench: str, row: str, tier: str, out: Paired):
         spec = bench_by_name(bench)
@@ -225,8 +226,8 @@ class Comparer:
                     notes.append(f'{t}: not compared (the scoring differs)')
                     continue
                 try:
-                    ua = units(self.results, a, da, spec.metric, rspec.detail_filter)
-                    ub = units(self.results, b, db, spec.metric, rspec.detail_filter)
+                    ua = self._units(a, da, spec, rspec.detail_filter)
+                    ub = self._units(b, db, spec, rspec.detail_filter)
                 except NotPaired as e:
                     notes.append(str(e))
                     continue
@@ -264,19 +265,13 @@ class Comparer:
             if bad:
                 notes.insert(0, 'not compared: ' + ', '.join(bad))
         if strata:
-            total = sum(w for w, _ in strata)
-            strata = [(w / total, p) for w, p in strata]
-            flat = [xy for _, p in strata for xy in p]
-            out.pairs = len(flat)
-            binary = all(v in (0.0, 1.0) for xy in flat for v in xy)
-            per_pair = {round(w / len(p), 12) for w, p in strata}
-            if binary and len(per_pair) == 1:
-                out.method = 'mcnemar'
-                out.diff, out.lo, out.hi, out.p = mcnemar(flat)
-            else:
-                out.method = 'bootstrap'
-                seed = SEED ^ zlib.crc32('/'.join(key).encode())
-                out.diff, out.lo, out.hi = bootstrap(strata, seed, self.resamples)
+            test = paired_test(strata, not bench_by_name(bench).cluster_keys, self.resamples,
+                               SEED ^ zlib.crc32('/'.join(key).encode()))
+            out.pairs = sum(len(p) for _, p in strata)
+            out.diff, out.lo, out.hi, out.p = test.diff, test.lo, test.hi, test.p
+            out.method, out.clusters, out.testable = test.method, test.clusters, test.testable
+            if test.note:
+                notes.insert(0, test.note)
         elif not notes:
             notes.append('not compared: no tier where both have a score' if not tiers else
                          'no samples both models scored')
@@ -297,36 +292,91 @@ class Comparer:
         return out
 
     def leaderboard(self, rank_by: str = 'ruler') -> List[dict]:
+        """The ranking of each benchmark (its ``mean`` row, else its first) and its rank groups.
+
+        Models are ordered by effective length (``rank_by``), then mean. The first model leads group 1; each next
+        model is compared with the leader of the current group (``vs``: leader - model, over their common tiers,
+        :meth:`compare`) and starts the next group (becoming its leader) only when both hold:
+
+        1. the difference is significant after Holm's step-down correction over every pairwise comparison of this
+           benchmark's ranking (adjusted p < 0.05; a comparison that is not testable, or rests on fewer than ten
+           clusters, is never significant), and
+        2. the effective lengths are apart: their 95% intervals (``effective[rank_by]['interval']``, tiers; the
+           point alone where a row has none) do not overlap. When both models have the same effective length the
+           order is decided by the mean, and the test alone decides.
+
+        So two models whose scores at the deciding tier differ by noise (overlapping effective-length intervals)
+        are never split. A model with no paired sample with the leader starts a new group (nothing says they are
+        alike). Each entry says why it joined or split (``decision``).
+        """
         out = []
         for bench in self.report['bench_tiers']:
             spec = bench_by_name(bench)
             present = [r.name for r in spec.rows if any(k[1:] == (bench, r.name) for k in self.rows)]
             ok = [n for n in present if any(c.status == 'ok' for k, r in self.rows.items() if k[1:] == (bench, n)
                                             for c in r.cells.values())]
-            if not ok:
-                continue
-            row = 'mean' if 'mean' in ok else ok[0]
-            entries = [r for k, r in self.rows.items() if k[1:] == (bench, row)]
-
-            def length(r):
-                eff = r.effective.get(rank_by, {}).get('contiguous')
-                if eff is None:
-                    return -2
-                return -1 if eff.startswith('<') else parse_tier(eff).tokens(spec.tier_unit)
-            entries.sort(key=lambda r: (length(r), -math.inf if r.mean is None else r.mean), reverse=True)
-            group, leader = 0, None
-            for r in entries:
-                vs, against = None, leader.model if leader is not None else None
-                if leader is not None:
-                    vs = self.compare(leader.model, r.model, bench, row, 'mean')
-                if leader is None or vs is None or vs.lo is None or vs.significant:
-                    group, leader = group + 1, r
-                    if vs is not None and vs.lo is None:
-                        vs.note = vs.note or 'no paired samples with the group leader'
-                out.append(dict(bench=bench, row=row, rank=group, model=r.model,
-                                effective=r.effective.get(rank_by, {}).get('contiguous'), mean=r.mean,
-                                vs=None if vs is None else asdict(vs), leader=against))
+            if ok:
+                out += self._ranking(bench, 'mean' if 'mean' in ok else ok[0], rank_by)
         return out
+
+    def _ranking(self, bench: str, row: str, rank_by: str) -> List[dict]:
+        unit = bench_by_name(bench).tier_unit
+        entries = [r for k, r in self.rows.items() if k[1:] == (bench, row)]
+        entries.sort(key=lambda r: (_length(r.effective.get(rank_by, {}).get('contiguous'), unit),
+                                    -math.inf if r.mean is None else r.mean), reverse=True)
+        family = [self.compare(x.model, y.model, bench, row, 'mean') for i, x in enumerate(entries)
+                  for y in entries[i + 1:]]
+        family = [p for p in family if p.testable and p.p is not None]
+        adjusted = dict(zip(map(id, family), stats.holm([p.p for p in family])))
+        out, group, leader = [], 0, None
+        for r in entries:
+            vs, decision = None, 'leads the ranking'
+            if leader is not None:
+                vs = self.compare(leader.model, r.model, bench, row, 'mean')
+                split, decision = _split(vs, adjusted.get(id(vs)), leader.effective.get(rank_by) or {},
+                                         r.effective.get(rank_by) or {}, unit)
+            if vs is None or split:
+                group, leader = group + 1, r
+            eff = r.effective.get(rank_by) or {}
+            out.append(dict(bench=bench, row=row, rank=group, model=r.model, effective=eff.get('contiguous'),
+                            effective_interval=eff.get('interval'), mean=r.mean, leader=vs and vs.a,
+                            direction=vs and DIRECTION, decision=decision,
+                            vs=None if vs is None else dict(asdict(vs), significant=vs.significant,
+                                                            p_holm=adjusted.get(id(vs)), direction=DIRECTION)))
+        return out
+
+
+def _length(tier: Optional[str], unit: int) -> float:
+    """A tier name (or '<first') as tokens for ordering: '<X' below every tier, None below that."""
+    if tier is None:
+        return -2
+    return -1 if tier.startswith('<') else parse_tier(tier).tokens(unit)
+
+
+def _span(eff: dict, unit: int) -> Optional[Tuple[float, float]]:
+    """(lo, hi) of an effective length's 95% interval in tokens; the point twice where there is no interval."""
+    point, interval = eff.get('contiguous'), eff.get('interval')
+    if point is None:
+        return None
+    if not interval or None in tuple(interval)[:2]:
+        return _length(point, unit), _length(point, unit)
+    return _length(interval[0], unit), _length(interval[1], unit)
+
+
+def _split(vs: Paired, p_holm: Optional[float], lead: dict, mine: dict, unit: int) -> Tuple[bool, str]:
+    """(whether the model starts a new rank group, and why): the rule of :meth:`Comparer.leaderboard`."""
+    if vs.diff is None:
+        vs.note = vs.note or 'no paired samples with the group leader'
+        return True, 'new group: no paired samples with the group leader'
+    if not vs.significant or p_holm is None or p_holm >= stats.ALPHA:
+        why = vs.note if not vs.testable else (f'Holm-adjusted p = {p_holm:.3g}' if p_holm is not None else
+                                               'not significant')
+        return False, f'joins: not significantly different from the leader ({why})'
+    a, b = _span(lead, unit), _span(mine, unit)
+    if lead.get('contiguous') != mine.get('contiguous') and a and b and a[0] <= b[1] and b[0] <= a[1]:
+        return False, (f'joins: significant (Holm-adjusted p = {p_holm:.3g}), but the effective-length intervals '
+                       'overlap')
+    return True, f'new group: significant (Holm-adjusted p = {p_holm:.3g})'
 
 
 # ---------------------------------------------------------------------------------------------- output
@@ -345,28 +395,52 @@ def excluded_text(p: Paired) -> str:
     return ', '.join(parts) or '0'
 
 
+def method_text(p: Paired) -> str:
+    """'sign-flip (58 clusters)', 'mcnemar (7540 pairs)', 'not testable'."""
+    if not p.method or p.method == stats.NOT_TESTABLE or not p.clusters:
+        return p.method
+    return f'{p.method} ({p.clusters} {"pairs" if p.method == "mcnemar" else "clusters"})'
+
+
+METHODS = ('Methods (95% level): sign-flip = a sign-flip permutation test over clusters (samples that share text, '
+           "as the benchmark declares them: NoLiMa's needle entry; else every sample its own), its interval the same "
+           f'test inverted ({RESAMPLES} seeded sign vectors, every one for at most {stats.EXACT_UP_TO} clusters); '
+           'mcnemar = the exact McNemar test and Clopper-Pearson interval, for independent 0/1 samples of equal '
+           'weight; not testable = no variance to judge the difference against (one cluster, or every cluster the '
+           f'same difference): never significant. * = p < 0.05 over at least {stats.MIN_CLUSTERS} clusters.')
+RANK_RULE = ('Rank groups: models ordered by effective length ({rank_by}), then mean. A model joins the current '
+             'group unless its difference from the group\'s leader (leader - model, paired over their common tiers) '
+             "is significant after Holm's step-down correction over all pairwise comparisons of the benchmark's "
+             'ranking AND (when their effective lengths differ) their effective-length 95% intervals do not overlap.')
+
+
+def _board_line(e: dict) -> str:
+    vs = e['vs'] or {}
+    p = Paired(**{k: v for k, v in vs.items() if k in Paired.__dataclass_fields__}) if vs else None
+    eff = e['effective'] or '-'
+    if e.get('effective_interval') and None not in tuple(e['effective_interval'])[:2]:
+        eff += ' ({}-{})'.format(*e['effective_interval'][:2])
+    diff = ('' if p is None else f'{p.a} - {p.b} = {p.diff:+.1f}' + (' *' if vs.get('significant') else '')
+            if p.diff is not None else p.note)
+    return '| ' + ' | '.join([e['bench'], e['row'], str(e['rank']), e['model'], eff, _num(e['mean'], '.1f') or '-',
+                              diff, '' if p is None else interval_text(p), '' if p is None else method_text(p),
+                              _num(vs.get('p_holm'), '.3g'), e.get('decision', '')]) + ' |'
+
+
 def to_markdown(table: Sequence[Paired], board: Sequence[dict], rank_by: str = 'ruler') -> str:
-    lines = ['Paired differences A - B (percentage points) over the samples both models ran, 95% interval; '
-             '* = the interval excludes 0 (method: mcnemar = exact McNemar test and its exact interval, for 0/1 '
-             f'scores of equal weight; bootstrap = paired bootstrap within datasets, {RESAMPLES} resamples, seeded)',
-             '', '| A | B | benchmark | row | tier | A - B | 95% interval | method | p | pairs | excluded | note |',
+    lines = ['Paired differences A - B (percentage points) over the samples both models ran, 95% interval. '
+             + METHODS, '',
+             '| A | B | benchmark | row | tier | A - B | 95% interval | method | p | pairs | excluded | note |',
              '|' + '---|' * 12]
     for p in table:
         lines.append('| ' + ' | '.join([p.a, p.b, p.bench, p.row, p.tier,
-                                        _num(p.diff) + (' *' if p.significant else ''), interval_text(p), p.method,
-                                        _num(p.p, '.3g'), str(p.pairs), excluded_text(p), p.note]) + ' |')
-    lines += ['', f'Leaderboard per benchmark (by effective length, {rank_by}, then mean; models in one rank group '
-              'are not significantly different from its leader, paired over their common tiers)', '',
-              '| benchmark | row | rank | model | eff. len | mean | vs leader | 95% interval | method |',
-              '|' + '---|' * 9]
-    for e in board:
-        vs = e['vs'] or {}
-        lines.append('| ' + ' | '.join([e['bench'], e['row'], str(e['rank']), e['model'], e['effective'] or '-',
-                                        _num(e['mean'], '.1f') or '-',
-                                        '' if not vs else (f'{vs["diff"]:+.1f} ({e["leader"]} - {e["model"]})'
-                                                           if vs['diff'] is not None else vs['note']),
-                                        '' if not vs or vs['lo'] is None else f'[{vs["lo"]:+.1f}, {vs["hi"]:+.1f}]',
-                                        vs.get('method', '')]) + ' |')
+                                        _num(p.diff) + (' *' if p.significant else ''), interval_text(p),
+                                        method_text(p), _num(p.p, '.3g'), str(p.pairs), excluded_text(p),
+                                        p.note]) + ' |')
+    lines += ['', 'Leaderboard per benchmark. ' + RANK_RULE.format(rank_by=rank_by), '',
+              '| benchmark | row | rank | model | eff. len (95% interval) | mean | vs leader (leader - model) | '
+              '95% interval | method | p (Holm) | decision |', '|' + '---|' * 11]
+    lines += [_board_line(e) for e in board]
     return '\n'.join(lines) + '\n'
 
 
@@ -375,16 +449,18 @@ def to_csv(table: Sequence[Paired]) -> str:
     import io
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(['a', 'b', 'benchmark', 'row', 'tier', 'diff', 'lo', 'hi', 'significant', 'method', 'p', 'pairs',
-                'excluded', 'unmatched', 'note'])
+    w.writerow(['a', 'b', 'benchmark', 'row', 'tier', 'diff', 'lo', 'hi', 'significant', 'testable', 'method', 'p',
+                'clusters', 'pairs', 'excluded', 'unmatched', 'note'])
     for p in table:
         w.writerow([p.a, p.b, p.bench, p.row, p.tier, _num(p.diff, '.4f'), _num(p.lo, '.4f'), _num(p.hi, '.4f'),
-                    int(p.significant), p.method, _num(p.p, '.6g'), p.pairs, excluded_text(p), p.unmatched, p.note])
+                    int(p.significant), int(p.testable), p.method, _num(p.p, '.6g'), p.clusters, p.pairs,
+                    excluded_text(p), p.unmatched, p.note])
     return buf.getvalue()
 
 
 def to_json(table: Sequence[Paired], board: Sequence[dict]) -> str:
     import json
     rows = [dict(asdict(p), significant=p.significant) for p in table]
-    return json.dumps({'method': {'level': LEVEL, 'resamples': RESAMPLES, 'seed': SEED}, 'paired': rows,
-                       'leaderboard': list(board)}, indent=1, sort_keys=True)
+    method = dict(level=LEVEL, resamples=RESAMPLES, seed=SEED, tests=METHODS, min_clusters=stats.MIN_CLUSTERS,
+                  rank_groups=RANK_RULE.format(rank_by='rank_by'))
+    return json.dumps({'method': method, 'paired': rows, 'leaderboard': list(board)}, indent=1, sort_keys=True)
