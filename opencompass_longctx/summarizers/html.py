@@ -119,13 +119,18 @@ def testable(p) -> bool:
 
 def starred(p) -> bool:
     """The comparison's own ``significant`` (compare.Paired's rule; a leaderboard entry's ``vs`` is its asdict)."""
-    from .compare import Paired
     if isinstance(p, dict) and 'significant' in p:
         return testable(p) and bool(p['significant'])
-    if isinstance(p, dict):
-        names = {f.name for f in fields(Paired)}
-        p = Paired(**{k: v for k, v in p.items() if k in names})
-    return testable(p) and p.significant
+    return testable(p) and _as_paired(p).significant
+
+
+def _as_paired(p):
+    """A leaderboard entry's ``vs`` (asdict of compare.Paired) back as a Paired; a Paired as it is."""
+    from .compare import Paired
+    if not isinstance(p, dict):
+        return p
+    names = {f.name for f in fields(Paired)}
+    return Paired(**{k: v for k, v in p.items() if k in names})
 
 
 def direction_text(a: str, b: str, diff: Optional[float], star: bool = False) -> str:
@@ -136,8 +141,8 @@ def direction_text(a: str, b: str, diff: Optional[float], star: bool = False) ->
 def method_text(p) -> str:
     """compare.method_text where compare.py has one ('sign-flip (58 clusters)'), else the method and clusters."""
     from . import compare
-    if hasattr(compare, 'method_text') and not isinstance(p, dict):
-        return compare.method_text(p)
+    if hasattr(compare, 'method_text'):
+        return compare.method_text(_as_paired(p))
     method = (p.get('method') if isinstance(p, dict) else p.method) or ''
     clusters = p.get('clusters') if isinstance(p, dict) else getattr(p, 'clusters', None)
     return method + (f' ({clusters} clusters)' if clusters and method != 'not testable' else '')
