@@ -2,4 +2,4 @@
 from mmengine.config import read_base
 
 with read_base():
-    from opencompass_longctx.tables.cost_model import COST_MODEL, GPUS  # noqa: F401
+    from opencompass_longctx.tables.cost_model import COST_MODEL, CUDA_NOT_FREE_GIB, GPUS  # noqa: F401
