@@ -134,7 +134,7 @@ def test_old_table_paths_still_read_base(tmp_path):
     cfg = tmp_path / 'old_paths.py'
     cfg.write_text('from mmengine.config import read_base\n\nwith read_base():\n'
                    '    from opencompass_longctx.configs.tier_table import STANDARD_TIERS, TIER_BANDS, TIERS\n'
-                   '    from opencompass_longctx.configs.cost_model import COST_MODEL, GPUS\n'
+                   '    from opencompass_longctx.configs.cost_model import COST_MODEL, CUDA_NOT_FREE_GIB, GPUS\n'
                    '    from opencompass_longctx.configs.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS\n')
     got = Config.fromfile(str(cfg)).to_dict()
     for table in (tier_table, cost_model, lmdeploy_models):
