@@ -29,6 +29,8 @@ setup(
         'tqdm',
         # cache entries carry xxh3 checksums, verified on every reload (a damaged entry is never served)
         'xxhash>=3',
+        # the paired comparisons' exact binomial test and Clopper-Pearson interval (binomtest: scipy 1.7+)
+        'scipy>=1.7',
     ],
     extras_require={
         'test': ['pytest>=7', 'gguf==0.19.0'],
