@@ -1,5 +1,6 @@
 # Test config: one inference task (one band) whose second dataset fails to build (an unknown LongBioBench cell, which
-# the plan reports and on_problem='warn' lets run); LongCtxInferTask and LongCtxEvalTask log it and run the others. The rule reader answers the BABILong datasets.
+# the plan reports and on_problem='warn' lets run); LongCtxInferTask and LongCtxEvalTask log it and run the
+# others. The rule reader answers the BABILong datasets.
 from mmengine.config import read_base
 from opencompass.partitioners import NaivePartitioner
 from opencompass.runners import LocalRunner
