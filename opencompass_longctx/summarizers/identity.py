@@ -33,11 +33,44 @@ def _dotted(typ) -> str:
     return typ if isinstance(typ, str) or typ is None else f'{typ.__module__}.{typ.__qualname__}'
 
 
+def init_defaults(dotted: str) -> Dict[str, object]:
+    """The literal default arguments of a class's own ``__init__``, read from its source file without importing
+    it (an evaluator's module pulls in OpenCompass's model stack: seconds per report); {} when not found."""
+    import ast
+    import importlib.util
+    mod, _, name = dotted.rpartition('.')
+    top, *rest = mod.split('.')
+    try:
+        spec = importlib.util.find_spec(top)  # a top-level package is found without being imported
+    except (ImportError, ValueError):
+        return {}
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        base = os.path.join(root, *rest)
+        src = next((f for f in (base + '.py', os.path.join(base, '__init__.py')) if os.path.isfile(f)), None)
+        if src is None:
+            continue
+        try:
+            tree = ast.parse(open(src, encoding='utf-8').read())
+        except (OSError, SyntaxError, ValueError):
+            return {}
+        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name):
+            for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == '__init__'):
+                args = fn.args.args[len(fn.args.args) - len(fn.args.defaults):]
+                out = {}
+                for a, d in zip(args, fn.args.defaults):
+                    try:
+                        out[a.arg] = ast.literal_eval(d)
+                    except ValueError:
+                        pass
+                return out
+        return {}
+    return {}
+
+
 def model_identity(cfg: Dict) -> Dict[str, object]:
     """The answer-deciding fields of a model config (JSON-plain, the class's literal defaults filled in)."""
-    from .merge import _init_defaults
     typ = _dotted(cfg.get('type'))
-    out = dict(_init_defaults(typ)) if typ else {}
+    out = dict(init_defaults(typ)) if typ else {}
     out.update({k: v for k, v in dict(cfg).items() if k not in SCHEDULING})
     out['type'] = typ
     for key, drop in NESTED_SCHEDULING.items():

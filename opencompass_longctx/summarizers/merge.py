@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .failures import Failure, find_failures
-from .identity import compare as compare_identities, model_identity
+from .identity import compare as compare_identities, init_defaults as _init_defaults, model_identity
 from .report import INCOMPARABLE, ModelInfo, Results, checked_reader  # noqa: F401 (INCOMPARABLE: the mark)
 from .specs import classify
 
@@ -189,40 +189,6 @@ def read_predictions(run_path: str, model: str, abbr: str) -> Optional[List[dict
     """The predictions of a dataset in index order, or None when there are none or they cannot be read (the merge
     leaves such a dataset out: :func:`load_predictions` says why). ``model``: the abbr shown (renamed or not)."""
     return load_predictions(run_path, _RENAMED.get((os.path.realpath(run_path), model), model), abbr)[0]
-
-
-def _init_defaults(dotted: str) -> Dict[str, object]:
-    """The literal default arguments of a class's own ``__init__``, read from its source file without importing
-    it (an evaluator's module pulls in OpenCompass's model stack: seconds per report); {} when not found."""
-    import ast
-    import importlib.util
-    mod, _, name = dotted.rpartition('.')
-    top, *rest = mod.split('.')
-    try:
-        spec = importlib.util.find_spec(top)  # a top-level package is found without being imported
-    except (ImportError, ValueError):
-        return {}
-    for root in (spec.submodule_search_locations or []) if spec else []:
-        base = os.path.join(root, *rest)
-        src = next((f for f in (base + '.py', os.path.join(base, '__init__.py')) if os.path.isfile(f)), None)
-        if src is None:
-            continue
-        try:
-            tree = ast.parse(open(src, encoding='utf-8').read())
-        except (OSError, SyntaxError, ValueError):
-            return {}
-        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name):
-            for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == '__init__'):
-                args = fn.args.args[len(fn.args.args) - len(fn.args.defaults):]
-                out = {}
-                for a, d in zip(args, fn.args.defaults):
-                    try:
-                        out[a.arg] = ast.literal_eval(d)
-                    except ValueError:
-                        pass
-                return out
-        return {}
-    return {}
 
 
 def _filled(evaluator: dict) -> dict:
