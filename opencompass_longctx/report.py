@@ -15,11 +15,16 @@ for several): ``longctx_report.{md,csv,json}`` and plots (the tier table), ``lon
 ``longctx_leaderboard.html`` (one self-contained page; ``--screenshot``: a PNG of it, with Debian's chromium).
 With ``--fail-on-missing`` (or ``LONGCTX_FAIL_ON_MISSING=1``) the exit status is 1 when a dataset failed or has no
 usable result; bad input (no run, no results, runs whose data differ, an unknown model) exits 2 with the reason.
+A dataset of the runs' own benchmarks that no cell of the tier table reads (:mod:`.summarizers.placement`: a
+user-made abbr, a task in no row, ...) is listed (markdown and JSON: ``unplaced``); when it has results the exit
+status is 1 naming it, unless ``--allow-unplaced``, ``LONGCTX_ALLOW_UNPLACED=1`` or the run's own summarizer option
+``allow_unplaced=True`` accepts it (a warning only).
 """
 import argparse
 import itertools
 import os
 import sys
+from dataclasses import asdict
 
 from .summarizers.metrics import NOLIMA_RATIO, RULER_THRESHOLD
 from .summarizers.merge import ReportInputError, find_run  # noqa: F401 (find_run: part of this module's API)
@@ -45,6 +50,8 @@ def _args(argv):
     ap.add_argument('--screenshot', action='store_true', help='also write longctx_leaderboard.png (needs chromium)')
     ap.add_argument('--fail-on-missing', action='store_true', default=None,
                     help='exit with status 1 when a dataset of the runs failed or has no usable result')
+    ap.add_argument('--allow-unplaced', action='store_true', default=None,
+                    help='exit 0 (with the warning) when datasets of the runs cannot be placed in the tier table')
     return ap.parse_args(argv)
 
 
@@ -69,12 +76,38 @@ def parse_rename(text: str):
                            'RUN:OLDABBR=NEWABBR, RUN as given on the command line)')
 
 
+def run_unplaced(run) -> list:
+    """The datasets of one run (as its summarizer saw them: each model's datasets as the run made them) that no
+    tier-table cell reads."""
+    from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
+
+    from .selection import SelectionError, combinations_of, resolved_config
+    from .summarizers.placement import unplaced
+    from .summarizers.report import Results
+    try:
+        cfg = resolved_config(run.cfg)
+    except (SelectionError, ValueError):   # (the run itself stopped on it): the datasets as its config lists them
+        cfg = run.cfg
+    pairs = [(model_abbr_from_cfg(m), dataset_abbr_from_cfg(d)) for c in combinations_of(cfg) for m in c['models']
+             for d in c['datasets']]
+    on_disk = Results(run.path)   # (the model abbrs of the run's config: its files' names, before any --as)
+    return unplaced(cfg['datasets'], pairs, dataset_abbr_from_cfg, run=run.path,
+                    has_result=lambda m, a: os.path.isfile(on_disk.path(m, a)))
+
+
+def _run_allows(run) -> bool:
+    return bool((run.cfg.get('summarizer') or {}).get('allow_unplaced'))
+
+
 def run_report(args) -> dict:
     from .summarizers import compare as cmp
     from .summarizers.merge import build_merged, merge
     from .summarizers.report import to_markdown, write
     merged = merge(args.work_dirs, [parse_rename(r) for r in args.renames])
     report = build_merged(merged, args.ruler_threshold, args.nolima_ratio)
+    from .summarizers.placement import section
+    lost = [(u, _run_allows(run)) for run in merged.runs for u in run_unplaced(run)]
+    report['unplaced'] = [dict(asdict(u), accepted_by_run=ok) for u, ok in lost]   # (in the JSON)
     models = [m.abbr for m in merged.models]
     if args.compare:
         unknown = [m for m in args.compare if m not in models]
@@ -88,7 +121,10 @@ def run_report(args) -> dict:
     else:
         out = args.output or DEFAULT_MERGED_DIR
     paths = write(report, out, 'longctx_report', not args.no_plots)
-    print(to_markdown(report))
+    if lost:
+        with open(paths['md'], 'a', encoding='utf-8') as f:
+            f.write(section([u for u, _ in lost]))
+    print(to_markdown(report) + section([u for u, _ in lost]))
     comparer = cmp.Comparer(report, merged.results, merged.marks)
     pairs = [tuple(args.compare)] if args.compare else list(itertools.combinations(models, 2))
     table, board = comparer.table(pairs), comparer.leaderboard(args.rank_by)
@@ -105,20 +141,33 @@ def run_report(args) -> dict:
         if args.screenshot:
             paths['screenshot'] = html.screenshot(paths['html'], os.path.join(out, 'longctx_leaderboard.png'))
     print(f'written: {paths}')
-    return dict(report=report, paths=paths, table=table, board=board, merged=merged)
+    return dict(report=report, paths=paths, table=table, board=board, merged=merged, unplaced=lost)
 
 
 def main(argv=None):
     args = _args(argv)
     from .summarizers.longctx import fail_on_missing_enabled, failure_exit
+    from .summarizers.placement import allow_unplaced_enabled, exit_message, stopping
     try:
         done = run_report(args)
     except ReportInputError as e:
         print(f'longctx-report: error: {e}', file=sys.stderr)
         return 2
     report = done['report']
+    stops = []
     if report['failures'] and fail_on_missing_enabled(args.fail_on_missing):
-        raise failure_exit(report['failures'], done['paths']['md'])
+        stops.append(failure_exit(report['failures'], done['paths']['md']).code)
+    lost = done['unplaced']
+    if lost:
+        refused = stopping([u for u, ok in lost if not ok])
+        if refused and not allow_unplaced_enabled(args.allow_unplaced):
+            stops.append(exit_message(refused, done['paths']['md']))
+        else:
+            print(f'longctx-report: warning: {len(lost)} dataset(s) of the runs are not in the tier table: '
+                  + '; '.join(u.line() + (' (accepted by its run: allow_unplaced)' if ok else '') for u, ok in lost),
+                  file=sys.stderr)
+    if stops:
+        raise SystemExit('\n\n'.join(stops))
     return 0
 
 

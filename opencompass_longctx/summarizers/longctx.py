@@ -6,8 +6,14 @@ OpenCompass's own summary and prints the table. The table lists every dataset of
 exception's last line and the task log (OpenCompass itself exits 0 when tasks fail); with ``fail_on_missing=True``
 (or ``LONGCTX_FAIL_ON_MISSING=1``) the ``opencompass`` command then exits with status 1. Select it with
 ``configs/summarizers/longctx.py``.
+
+A dataset of this package that no cell of the tier table reads (:mod:`.placement`: a user-made abbr such as
+``babilong_qa1_4k_sys``, a task in no row, ...) is listed after the table (and under ``unplaced`` in its JSON);
+when it has results (scores the table does not show) the command then exits with status 1 naming it, unless
+``allow_unplaced=True`` (or ``LONGCTX_ALLOW_UNPLACED=1``) accepts it (a warning only).
 """
 import os
+from dataclasses import asdict
 from datetime import datetime
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -19,6 +25,7 @@ from .caveats import mark_caveats
 from ..selection import resolved_config
 from .failures import Failure
 from .metrics import NOLIMA_RATIO, RULER_THRESHOLD
+from .placement import ALLOW_ENV, allow_unplaced_enabled, exit_message, section, stopping, unplaced
 from .report import ModelInfo, Results, build, to_markdown, write
 from .specs import BENCHMARKS, classify
 
@@ -129,7 +136,7 @@ class LongCtxSummarizer(RobustSummarizer):
     def __init__(self, config, dataset_abbrs: Optional[List[str]] = None, summary_groups: Optional[List] = None,
                  prompt_db=None, ruler_threshold: float = RULER_THRESHOLD, nolima_ratio: float = NOLIMA_RATIO,
                  model_aliases: Optional[Dict[str, Dict[str, str]]] = None, plots: bool = True,
-                 fail_on_missing: Optional[bool] = None) -> None:
+                 fail_on_missing: Optional[bool] = None, allow_unplaced: Optional[bool] = None) -> None:
         config = resolved_config(config)   # each model's datasets as the run made them (opencompass_longctx.selection)
         self.abbrs = [dataset_abbr_from_cfg(d) for d in config['datasets']]
         given = list(summary_groups or [])
@@ -139,6 +146,7 @@ class LongCtxSummarizer(RobustSummarizer):
         self.ruler_threshold, self.nolima_ratio = ruler_threshold, nolima_ratio
         self.model_aliases, self.plots = model_aliases, plots
         self.fail_on_missing = fail_on_missing_enabled(fail_on_missing)
+        self.allow_unplaced = allow_unplaced_enabled(allow_unplaced)
 
     def summarize(self, output_path: str = None,
                   time_str: str = datetime.now().strftime('%Y%m%d_%H%M%S')):  # noqa: B008 (as OpenCompass)
@@ -147,13 +155,28 @@ class LongCtxSummarizer(RobustSummarizer):
         report = build(self.work_dir, models, abbrs, self.ruler_threshold, self.nolima_ratio,
                        self.model_aliases, expected=expected, results=self.results)
         mark_caveats(report, self.cfg['models'])   # tiers a model runs beyond its engine's support: marked
+        lost = unplaced(self.cfg['datasets'], expected, dataset_abbr_from_cfg,
+                        has_result=lambda m, a: os.path.isfile(self.results.path(m, a)))
+        report['unplaced'] = [asdict(u) for u in lost]   # (in the JSON)
         out_dir = os.path.dirname(output_path) if output_path else os.path.join(self.work_dir, 'summary')
         paths = write(report, out_dir, f'longctx_{time_str}', self.plots)
-        print('\nLong-context tier table\n\n' + to_markdown(report))
+        if lost:
+            with open(paths['md'], 'a', encoding='utf-8') as f:
+                f.write(section(lost))
+        print('\nLong-context tier table\n\n' + to_markdown(report) + section(lost))
         self.logger.info(f'long-context tier table: {paths}')
+        stops = []
         if report['failures']:
             self.logger.warning(f'{len(report["failures"])} dataset(s) failed or have no usable result: '
                                 + '; '.join(f.line() for f in report['failures']))
             if self.fail_on_missing:
-                raise failure_exit(report['failures'], paths['md'])
+                stops.append(failure_exit(report['failures'], paths['md']).code)
+        if lost:
+            self.logger.warning(f'{len(lost)} dataset(s) of the run are not in the tier table: '
+                                + '; '.join(u.line() for u in lost)
+                                + (f' (accepted: allow_unplaced / {ALLOW_ENV})' if self.allow_unplaced else ''))
+            if stopping(lost) and not self.allow_unplaced:
+                stops.append(exit_message(stopping(lost), paths['md']))
+        if stops:
+            raise SystemExit('\n\n'.join(stops))
         return report
