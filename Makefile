@@ -49,12 +49,13 @@ define step
 	@set -o pipefail; SECONDS=0; { $(2); } || { rc=$$?; $(if $(4),$(4);) printf '\nmake: step "%s" failed (exit status %s)\n  command: %s\n  try:     %s\n' $(call quote,$(1)) "$$rc" $(call quote,$(2)) $(call quote,$(3)) >&2; exit $$rc; }; printf '    (make %s: %s s)\n' $(call quote,$(1)) "$$SECONDS"
 endef
 
-.PHONY: help demo test venv torch install lmdeploy smollm2 system-deps gpu-install clean FORCE
+.PHONY: help demo test venv torch install lmdeploy smollm2 system-deps gpu-install gpu-check clean FORCE
 
 help:
 	@echo 'make demo         set up .venv and run the CPU demo (prints where its tier table and plots are)'
 	@echo 'make test         set up .venv, LMDeploy config classes, SmolLM2, system packages; run the tests'
 	@echo 'make gpu-install  a GPU machine: $(GPU_VENV) with LMDeploy 0.18.0 and torch 2.10.0 (one CUDA 12.8 stack)'
+	@echo 'make gpu-check    a GPU machine: longctx-gpu-check in $(GPU_VENV); report in $(GPU_CHECK_OUT), last line the verdict'
 	@echo 'set-up steps:     make venv | torch | install | lmdeploy | smollm2 | system-deps    (make clean: remove .venv and .lmdeploy)'
 	@echo 'variables:        PYTHON=$(PYTHON)  TORCH_SPEC=$(TORCH_SPEC)  TORCH_INDEX=$(TORCH_INDEX)  PYTEST_ARGS=$(PYTEST_ARGS)'
 
@@ -124,6 +125,13 @@ gpu-install:
 	$(call step,gpu venv,$(PYTHON) -m venv $(GPU_VENV),on Debian or Ubuntu install the venv module (apt-get install python3-venv),rm -rf $(GPU_VENV))
 	$(call step,gpu-install,. $(GPU_VENV)/bin/activate && pip install -e ".[lmdeploy]",read pip's error above: a network error is worth a retry; CUDA wheels are several GB)
 	$(call step,cuda stack,$(GPU_VENV)/bin/python -m opencompass_longctx.models.cuda_stack,two CUDA majors: rm -rf $(GPU_VENV) and run make gpu-install again (a fresh environment))
+
+# The GPU check in the GPU environment (python -m: also where the editable install predates the console script).
+# GPU_CHECK_ARGS: more options (longctx-gpu-check --help), e.g. --model-dir DIR or --engines pytorch.
+GPU_CHECK_OUT ?= outputs/gpu_check
+GPU_CHECK_ARGS ?=
+gpu-check:
+	$(call step,gpu-check,$(GPU_VENV)/bin/python -m opencompass_longctx.gpucheck --out $(GPU_CHECK_OUT) $(GPU_CHECK_ARGS),read the VERDICT line above and $(GPU_CHECK_OUT)/gpu_check.md (failed tasks with their log tails); no $(GPU_VENV): make gpu-install first)
 
 # ---- the two commands ----
 demo: $(STAMP_INSTALL)

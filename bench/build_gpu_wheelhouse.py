@@ -60,7 +60,7 @@ NEEDED: Tuple[Tuple[str, str], ...] = (
     ('typing-inspection==0.4.5', 'typing_inspection: pydantic'),
     ('pyzmq==27.3.0', 'zmq: lmdeploy.pytorch.engine'),
     # imported when the PyTorch engine builds its executor, after its CUDA environment check: a rehearsal that stops
-    # at that check never reaches them (gpu_check.py's rehearsal turns the check off)
+    # at that check never reaches them (longctx-gpu-check --rehearse turns the check off)
     ('xgrammar==0.2.9', 'xgrammar: lmdeploy.pytorch.engine.guided_process (model_agent/agent.py)'),
     ('apache-tvm-ffi==0.1.11', 'tvm_ffi: xgrammar (the version LMDeploy 0.18 pins)'),
     ('shortuuid==1.0.13', 'shortuuid: lmdeploy.serve.openai.protocol (model_agent/agent.py)'),

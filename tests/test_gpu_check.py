@@ -1,18 +1,25 @@
-"""The GPU check's CPU parts: the LMDeploy wheel repack, and the parser of LMDeploy's engine log lines (fed the
-real config classes' reprs, as LMDeploy 0.18 logs them)."""
+"""The GPU check (``longctx-gpu-check``, opencompass_longctx/gpucheck/) on the CPU: the Python version checked first,
+the report saved at each measurement, the failure path with failing engine doubles (the real ``opencompass`` run,
+whose exit status is 0, with the failed task's log tail copied and the verdict naming it; the throughput stage
+through the leaderboard wrapper on LMDeploy's real pipeline), the MFU arithmetic, the parser of LMDeploy's engine log
+lines (fed the real config classes' reprs, as LMDeploy 0.18 logs them), and the carried-wheelhouse recipe
+(bench/build_gpu_wheelhouse.py, bench/gpu_check.sh)."""
 import csv
 import io
+import json
 import os
 import subprocess
 import sys
+import time
 import zipfile
 
 import pytest
 
-BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'bench')
-sys.path.insert(0, BENCH)
+from conftest import REPO
+from opencompass_longctx.gpucheck import cli, environment, report as R, runlog, stages, throughput as T
+
+sys.path.insert(0, str(REPO / 'bench'))
 import build_gpu_wheelhouse as W  # noqa: E402
-import gpu_check as G  # noqa: E402
 
 
 def _wheel(path):
@@ -57,6 +64,348 @@ def test_strip_wheel_drops_turbomind_and_keeps_record_exact(tmp_path):
     assert not list((target / 'lmdeploy' / 'turbomind').glob('_turbomind*'))
 
 
+
+# ---------------------------------------------------------------------------------------------- the Python, first
+def test_python_version_is_checked_against_lmdeploys_wheels():
+    assert environment.check_python((3, 12, 3)) == []
+    assert environment.check_python((3, 10, 0)) == [] and environment.check_python((3, 14, 1)) == []
+    (old,) = environment.check_python((3, 9, 18))
+    assert 'Python 3.9.18' in old and '3.10 to 3.14' in old and 'LMDeploy 0.18.0' in old
+    (new,) = environment.check_python((3, 15, 0))
+    assert 'Python 3.15.0' in new and 'make gpu-install PYTHON=python3.12' in new
+    # the carried wheelhouse: cp312 wheels only
+    assert environment.check_python((3, 12, 9), exact='3.12') == []
+    (cp,) = environment.check_python((3, 11, 7), exact='3.12')
+    assert 'Python 3.11.7' in cp and 'cp312' in cp
+
+
+def test_a_wrong_python_stops_the_check_before_anything_else(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(environment, 'python_version', lambda: (3, 9, 18))
+
+    def never(*a, **k):
+        raise AssertionError('the stack was checked after a failed Python check')
+    monkeypatch.setattr(environment, 'check_stack', never)
+    assert cli.main(['--out', str(tmp_path / 'out'), '--work', str(tmp_path / 'work')]) == 2
+    data = json.loads((tmp_path / 'out' / 'gpu_check.json').read_text())
+    assert list(data['stages']) == ['python'] and data['stages']['python']['status'] == 'failed'
+    assert data['verdict'].startswith('VERDICT: nothing checked: Python 3.9.18')
+    md = (tmp_path / 'out' / 'gpu_check.md').read_text()
+    assert md.rstrip().splitlines()[-1] == data['verdict']             # the report ends with the verdict
+    assert capsys.readouterr().out.rstrip().splitlines()[-1] == data['verdict']   # and so does the output
+
+
+def test_a_cpu_torch_is_named_with_what_to_do(tmp_path):
+    """This machine's real stack (LMDeploy's Python unpacked, a CPU torch): the check stops at the stack stage."""
+    pytest.importorskip('lmdeploy')
+    assert cli.main(['--out', str(tmp_path / 'out'), '--work', str(tmp_path / 'work')]) == 2
+    data = json.loads((tmp_path / 'out' / 'gpu_check.json').read_text())
+    assert data['stages']['stack']['status'] == 'failed' and data['stages']['stack']['lmdeploy'] == '0.18.0'
+    assert 'is fine; nothing checked: torch ' in data['verdict'] and 'CPU build' in data['verdict']
+    assert 'make gpu-install' in data['verdict']
+    assert 'model' not in data['stages']
+
+
+def test_bench_script_checks_the_python_before_installing(tmp_path):
+    """bench/gpu_check.sh: the package's own Python check, from the checkout, before the cp312 wheelhouse."""
+    if sys.version_info[:2] == (3, 12):
+        pytest.skip('this Python is the wheelhouse\'s')
+    house = tmp_path / 'house'
+    house.mkdir()
+    env = dict(os.environ, PYTHON=sys.executable, OUT=str(tmp_path / 'out'), LONGCTX_WHEELHOUSE=str(house),
+               LONGCTX_GPU_SITE=str(tmp_path / 'site'))
+    proc = subprocess.run(['bash', str(REPO / 'bench' / 'gpu_check.sh')], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert 'cp312' in proc.stdout and 'no wheels' not in proc.stderr      # stopped before looking for wheels
+    assert not (tmp_path / 'site').exists()
+    data = json.loads((tmp_path / 'out' / 'gpu_check.json').read_text())
+    assert 'cp312' in data['verdict'] and data['command'].startswith('longctx-gpu-check')
+
+
+# ---------------------------------------------------------------------------------------------- the report
+def test_each_measurement_is_saved_when_made_and_kept_when_the_stage_is_cut(tmp_path):
+    out = tmp_path / 'out'
+    report = R.Report(str(out), 'longctx-gpu-check', limits=dict(R.LIMITS, bench=5))
+    seen = []
+
+    def bench(rec):
+        rec.add('prefill', {'tokens': 4096, 'seconds': 0.5, 'tokens_per_s': 8192.0, 'mfu': 0.41})
+        seen.append(json.loads((out / 'gpu_check.json').read_text())['stages']['bench-pytorch'])
+        rec.add('prefill', {'tokens': 32768, 'seconds': 5.0, 'tokens_per_s': 6553.6, 'mfu': 0.52})
+        time.sleep(30)          # the 128k prompt that never ends: the stage's time limit (5 s) cuts it
+    entry = report.stage('bench-pytorch', bench)
+    assert seen[0]['prefill'] == [{'tokens': 4096, 'seconds': 0.5, 'tokens_per_s': 8192.0, 'mfu': 0.41}]
+    assert seen[0]['status'] == 'running'
+    assert entry['status'] == 'failed' and 'stage time limit of 5 s reached' in entry['error']
+    assert entry['seconds'] < 15
+    data = json.loads((out / 'gpu_check.json').read_text())
+    assert [p['tokens'] for p in data['stages']['bench-pytorch']['prefill']] == [4096, 32768]
+    md = (out / 'gpu_check.md').read_text()
+    assert '| prefill | 4096 | 1 | 0.500 | 8192 | 0.410 |' in md and '| prefill | 32768 |' in md
+    lines = [json.loads(x) for x in (out / 'gpu_check.jsonl').read_text().splitlines()]
+    assert [x['prefill']['tokens'] for x in lines if 'prefill' in x] == [4096, 32768]
+    line = report.finish()
+    assert 'FAILS: PyTorch engine throughput (TimeoutError: stage time limit of 5 s reached; measured before it: ' \
+           'prefill at 4k, 32k)' in line
+    assert (out / 'gpu_check.md').read_text().rstrip().splitlines()[-1] == line
+    assert not list(out.glob('*.tmp'))
+
+
+def test_stage_limits_keep_inside_the_call(monkeypatch):
+    now = 1000.0
+    monkeypatch.setattr(R.time, 'time', lambda: now)
+    limits = dict(R.LIMITS, model=90, data=40, opencompass=380, bench=110)
+    assert R.stage_limit('model', ['data', 'opencompass-pytorch', 'bench-pytorch'], None, limits) == 90
+    # 590 s left: the opencompass stage is cut only by the bench stage's reserve
+    assert R.stage_limit('opencompass-pytorch', ['bench-pytorch'], now + 590, limits) == min(380,
+                                                                                         590 - R.RESERVE['bench'])
+    assert R.stage_limit('opencompass-pytorch', ['bench-pytorch'], now + 250, limits) == 250 - R.RESERVE['bench']
+    assert R.stage_limit('bench-pytorch', [], now + 30, limits) == 30
+    assert R.stage_limit('bench-pytorch', [], now - 5, limits) == 0
+
+
+def test_stage_out_of_time_is_skipped_and_reported(tmp_path):
+    report = R.Report(str(tmp_path), 'longctx-gpu-check', rehearse=True, deadline=time.time() + 2)
+    entry = report.stage('model', lambda rec: {'never': 'run'})
+    assert entry['status'] == 'skipped' and 'never' not in entry
+    assert '| model | skipped |' in (tmp_path / 'gpu_check.md').read_text()
+    assert 'not run: model directory (no time left)' in report.finish()
+
+
+def test_stage_result_may_set_its_status(tmp_path):
+    report = R.Report(str(tmp_path), 'longctx-gpu-check', rehearse=True)
+    entry = report.stage('data', lambda rec: {'status': 'failed', 'error': 'bands missing'})
+    assert entry['status'] == 'failed' and entry['limit_s'] == R.LIMITS['data']
+    assert 'FAILS: datasets (bands missing)' in report.finish()
+
+
+def test_unknown_stage_and_bad_limits_are_refused(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(['--stages', 'model,warmup'])
+    assert "unknown stage(s) ['warmup']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(['--limits', 'opencompass=fast'])
+    assert '--limits' in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(['--engines', 'vllm'])
+    assert '--engines' in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------- MFU arithmetic
+QWEN7B = json.loads((REPO / 'tests' / 'data' / 'model_configs' / 'qwen2.5-7b-instruct.json').read_text())
+
+
+def test_the_model_directory_is_qwen25_7b_as_published():
+    """The check writes Qwen2.5-7B-Instruct's config.json from the leaderboard row's geometry."""
+    cfg = stages.model_config()
+    assert {k: cfg[k] for k in QWEN7B} == QWEN7B
+
+
+def test_mfu_counts_no_embedding_and_no_lm_head(tmp_path):
+    h, layers, vocab, inter, kv = 3584, 28, 152064, 18944, 4 * 128
+    per_layer = 2 * h * h + 2 * h * kv + 3 * h * inter
+    assert T.matmul_params(QWEN7B) == layers * per_layer == 6_525_288_448
+    assert T.embedding_params(QWEN7B) == 2 * vocab * h            # untied: the table and lm_head
+    # the same count as transformers' own Qwen2 class: every 2-D weight but the embedding and lm_head
+    (tmp_path / 'config.json').write_text(json.dumps(stages.model_config()))
+    shapes = stages.weight_shapes(str(tmp_path / 'config.json'))
+    matmuls = sum(a * b for k, (a, b, *rest) in ((k, s) for k, s in shapes.items() if len(s) == 2)
+                  if 'embed_tokens' not in k and 'lm_head' not in k)
+    assert matmuls == T.matmul_params(QWEN7B)
+    L = 4096
+    flops = T.prefill_flops(QWEN7B, L)
+    assert flops == 2 * layers * per_layer * L + 2 * layers * (28 * 128) * L * L
+    assert T.mfu(flops, 0.25, 989) == pytest.approx(flops / 0.25 / 989e12)
+    assert T.mfu(flops, 0.25, None) is None
+    # counting all 7.6B parameters (the embedding and lm_head as per-token FLOPs) is about 15% high at 4k
+    weights = 2.0 * sum(stages._numel(s) for s in shapes.values())
+    high = T.planner_prefill_flops(QWEN7B, L, weights) / flops
+    assert 1.14 < high < 1.17
+    # and still 5.5% at 128k, where causal attention is half of the FLOPs
+    assert 1.05 < T.planner_prefill_flops(QWEN7B, 131072, weights) / T.prefill_flops(QWEN7B, 131072) < 1.06
+    # a decode step reads the weights less the embedding table, and the KV cache of each sequence
+    kvpt = 2 * layers * kv * 2
+    assert T.decode_step_bytes(QWEN7B, weights, 8, 4096) == weights - 2 * vocab * h + 8 * kvpt * 4096
+
+
+def test_gpu_names_map_to_the_cost_models_gpus():
+    assert T.gpu_key('NVIDIA H200') == 'H200-141GB'
+    assert T.gpu_key('NVIDIA H100 80GB HBM3') == 'H100-80GB'
+    assert T.gpu_key('NVIDIA A100-SXM4-80GB') == 'A100-80GB'
+    assert T.gpu_key('NVIDIA A100-SXM4-40GB') is None and T.gpu_key('NVIDIA L4') is None
+
+
+def test_bench_engine_fits_what_the_gpu_holds():
+    weights = 15.23 * 1024 ** 3
+    big = T.bench_engine(QWEN7B, weights, 139 * 1024 ** 3, 8, 'pytorch')
+    assert big['session_len'] == 131072 and big['lengths'] == list(T.LENGTHS) and big['max_batch_size'] >= 8
+    small = T.bench_engine(QWEN7B, weights, 22 * 1024 ** 3, 8, 'turbomind')
+    assert small['session_len'] == 32768 + 512 and small['lengths'] == [4096, 32768]
+    with pytest.raises(RuntimeError, match='not even a 4608-token engine'):
+        T.bench_engine(QWEN7B, weights, 15.5 * 1024 ** 3, 8, 'turbomind')
+
+
+# ---------------------------------------------------------------------------------------------- failure paths
+FAILING_DOUBLE = '''"""A failing engine double: LMDeploy's real pipeline; its engine fails to build (a CUDA error)."""
+import lmdeploy_double as D
+
+
+class FailingEngine(D.FakeEngine):
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError('failing engine double: CUDA error: out of memory while allocating the KV cache')
+
+
+class FailingEngineModel(D.RecordingTurboMindModel):
+    def __init__(self, *args, **kwargs):
+        D.FakeEngine = FailingEngine        # what the engine builders of lmdeploy_double construct
+        super().__init__(*args, **kwargs)
+'''
+
+
+def _failing_config(tmp_path, tiny, babilong):
+    return f'''from mmengine.config import read_base
+from opencompass.partitioners import NaivePartitioner
+from opencompass.runners import LocalRunner
+
+from opencompass_longctx.partitioner import LongCtxPartitioner
+from opencompass_longctx.tasks import LongCtxEvalTask, LongCtxInferTask
+
+with read_base():
+    from opencompass_longctx.configs.datasets.babilong.babilong_base import BABILONG_BASE
+    from opencompass_longctx.configs.meta_template import LONGCTX_META_TEMPLATE
+
+models = [dict(type='failing_double.FailingEngineModel', abbr='double-failing', path={tiny!r},
+               meta_template=LONGCTX_META_TEMPLATE, backend='pytorch',
+               engine_config=dict(tp=1, session_len=8192, max_batch_size=1), max_seq_len=8192, max_out_len=16,
+               batch_size=1, gpu_memory_gib=1.0, run_cfg=dict(num_gpus=1))]
+datasets = [dict(BABILONG_BASE[0], tier=t, abbr=f"{{BABILONG_BASE[0]['abbr']}}_{{t}}", path={babilong!r},
+                 num_samples=1) for t in ('0k', '1k')]
+infer = dict(partitioner=dict(type=LongCtxPartitioner, bands=['0k', '1k']),
+             runner=dict(type=LocalRunner, max_num_workers=1, task=dict(type=LongCtxInferTask)))
+eval = dict(partitioner=dict(type=NaivePartitioner, n=1000),
+            runner=dict(type=LocalRunner, max_num_workers=1, task=dict(type=LongCtxEvalTask)))
+work_dir = {str(tmp_path / 'work' / 'runs-pytorch')!r}
+'''
+
+
+def test_a_failing_engine_is_reported_with_its_log_tail_and_named_in_the_verdict(tmp_path, tiny_model_dir,
+                                                                                demo_babilong):
+    """The real opencompass command; the engine double fails to build in the infer task. OpenCompass exits 0: the
+    check finds the failed datasets in the task logs, copies each failed task's log tail into the report and says
+    in its verdict what failed and why."""
+    pytest.importorskip('lmdeploy')
+    doubles = tmp_path / 'doubles'
+    doubles.mkdir()
+    (doubles / 'failing_double.py').write_text(FAILING_DOUBLE)
+    config = tmp_path / 'work' / 'eval_failing.py'
+    config.parent.mkdir()
+    config.write_text(_failing_config(tmp_path, tiny_model_dir, str(demo_babilong)))
+    env = dict(os.environ, LMDEPLOY_LOG_LEVEL='INFO', CUDA_VISIBLE_DEVICES='0',
+               PYTHONPATH=os.pathsep.join([str(doubles), str(REPO / 'tests' / 'doubles'),
+                                           os.environ.get('PYTHONPATH', '')]))
+    out = tmp_path / 'out'
+    report = R.Report(str(out), 'longctx-gpu-check')
+    entry = report.stage('opencompass-pytorch', stages.stage_opencompass, str(config),
+                         str(tmp_path / 'work' / 'runs-pytorch'), env)
+    assert entry['rc'] == 0                                   # OpenCompass says nothing went wrong
+    assert entry['status'] == 'failed'
+    assert sorted(f['dataset'] for f in entry['failed_tasks']) == ['babilong_qa1_0k', 'babilong_qa1_1k']
+    assert {f['stage'] for f in entry['failed_tasks']} == {'infer'}
+    assert all('failing engine double: CUDA error' in f['reason'] for f in entry['failed_tasks'])
+    # LMDeploy was handed the plan's engine (logged before it builds), and none was built
+    assert [b['session_len_input'] for b in entry['bands']] == [b['session_len_plan'] for b in entry['bands']]
+    assert all(b['engines_built'] == 0 and b['predictions'] == 0 for b in entry['bands'])
+    tails = entry['log_tails']
+    assert tails and all(p.endswith('.out') for p in tails)
+    assert any('Traceback (most recent call last)' in t and 'failing engine double' in t for t in tails.values())
+    line = report.finish()
+    assert 'FAILS: PyTorch engine through OpenCompass (2 failed task(s), first babilong_qa1_' in line
+    assert 'RuntimeError: failing engine double: CUDA error: out of memory' in line
+    assert 'BABILong 0 (0/2 datasets)' in line
+    md = (out / 'gpu_check.md').read_text()
+    assert "failed tasks (OpenCompass exited 0; the tail of each task's log)" in md
+    assert 'raise RuntimeError(\'failing engine double' in md           # the tail itself, with the frame
+    assert md.rstrip().splitlines()[-1] == line
+
+
+@pytest.fixture
+def engine_double(monkeypatch):
+    """LMDeploy's real pipeline with the engine double (tests/doubles/lmdeploy_double.py), undone after the test."""
+    lmdeploy = pytest.importorskip('lmdeploy')
+    assert lmdeploy
+    monkeypatch.syspath_prepend(str(REPO / 'tests' / 'doubles'))
+    import lmdeploy_double
+    for obj, name, value in lmdeploy_double.engine_patches():
+        monkeypatch.setattr(obj, name, value, raising=False)
+    monkeypatch.setattr(lmdeploy_double, '_NEXT', {})     # no fake-engine settings left from another test
+    monkeypatch.setattr(T, 'LENGTHS', (256, 1024, 2048))
+    monkeypatch.setattr(T, 'DECODE_CONTEXT', 512)
+    return lmdeploy_double
+
+
+def _wrapper_cfg(tiny, double, **fake):
+    from opencompass_longctx.configs.meta_template import LONGCTX_META_TEMPLATE
+    return dict(type=double.RecordingTurboMindModel, abbr='double', path=tiny, meta_template=LONGCTX_META_TEMPLATE,
+                engine_config=dict(tp=1, cache_max_entry_count=0.8), gen_config=dict(do_sample=False),
+                gpu_memory_gib=1.0, fake_engine=fake, max_out_len=16, batch_size=2, run_cfg=dict(num_gpus=1))
+
+
+def test_throughput_through_the_wrapper_saves_each_measurement(tmp_path, tiny_model_dir, engine_double):
+    report = R.Report(str(tmp_path), 'longctx-gpu-check')
+    report.data['stages']['stack'] = {'status': 'ok', 'gpu': 'NVIDIA H200', 'python': '3.12.3'}
+    report.data['gpu_key'] = 'H200-141GB'
+    entry = report.stage('bench-pytorch', T.run_bench, _wrapper_cfg(tiny_model_dir, engine_double), 'pytorch', 2,
+                         989.0, 4.8, 1024 ** 3)
+    assert entry['status'] == 'ok', entry.get('traceback')
+    assert entry['engine'] == {'session_len': 2048 + 512, 'max_batch_size': 2, 'lengths': [256, 1024, 2048],
+                               'backend': 'pytorch'}
+    assert [p['tokens'] for p in entry['prefill']] == [256, 1024, 2048]    # LMDeploy's own count of each prompt
+    assert all(p['mfu'] == pytest.approx(p['flops'] / p['seconds'] / 989e12) for p in entry['prefill'])
+    assert [(d['context'], d['batch']) for d in entry['decode']] == [(512, 1), (512, 2)]
+    lines = T.cost_model_lines(report.data)
+    assert lines[0].startswith('# measured on one NVIDIA H200 (H200-141GB)')
+    assert any(x.startswith('H200_141GB_PYTORCH_MEASURED = dict(prefill_mfu=') for x in lines)
+    assert 'PyTorch engine throughput at 256, 1k, 2k' in report.finish()
+
+
+def test_an_engine_error_mid_bench_keeps_what_was_measured(tmp_path, tiny_model_dir, engine_double):
+    """The double's third request gets INTERNAL_ENGINE_ERROR (warm-up, 256 ok; 1024 fails): the stage fails with
+    LMDeploy's error, the 256-token prefill stays in the report, and the verdict says both."""
+    report = R.Report(str(tmp_path), 'longctx-gpu-check')
+    entry = report.stage('bench-pytorch', T.run_bench, _wrapper_cfg(tiny_model_dir, engine_double, error_every=3),
+                         'pytorch', 2, 989.0, 4.8, 1024 ** 3)
+    assert entry['status'] == 'failed' and 'LMDeploy answered 1 of 1 prompts with an error' in entry['error']
+    assert [p['tokens'] for p in entry['prefill']] == [256]
+    saved = json.loads((tmp_path / 'gpu_check.json').read_text())['stages']['bench-pytorch']
+    assert [p['tokens'] for p in saved['prefill']] == [256]
+    line = report.finish()
+    assert 'FAILS: PyTorch engine throughput (RuntimeError: LMDeploy answered 1 of 1 prompts with an error' in line
+    assert 'measured before it: prefill at 256)' in line
+
+
+@pytest.mark.parametrize('engine', ['turbomind', 'pytorch'])
+def test_bench_builds_the_leaderboard_row_from_the_checks_own_config(tmp_path, engine, engine_double):
+    """The bench stage builds the wrapper from the config the opencompass stage runs (the leaderboard's
+    qwen2.5-7b-instruct row on the chosen engine, run options removed as the infer task removes them), here on
+    LMDeploy's real pipeline with the engine double, over a Qwen2.5 tokenizer directory (no weights: the preflight
+    estimates them from config.json)."""
+    from opencompass_longctx.qwen_tokenizer_dir import build
+    model = tmp_path / 'model'
+    build(str(model))
+    (model / 'config.json').write_text(json.dumps(stages.model_config()))
+    config = tmp_path / 'eval.py'
+    config.write_text(stages.eval_config(str(model), str(tmp_path / 'data'), ['0k'], '4k', 1, engine,
+                                         str(tmp_path / 'runs'), 'H200-141GB', None, 139))
+    report = R.Report(str(tmp_path / 'out'), 'longctx-gpu-check')
+    entry = report.stage(f'bench-{engine}', cli._bench, str(config), engine, 2, dict(peak=989.0, hbm=4.8), True)
+    assert entry['status'] == 'ok', entry.get('traceback')
+    assert entry['engine']['backend'] == engine and entry['engine']['lengths'] == [256, 1024, 2048]
+    assert ('TurboMind' in entry['backend_reason']) == (engine == 'turbomind')
+    assert [p['tokens'] for p in entry['prefill']] == [256, 1024, 2048]
+    assert entry['matmul_params'] == T.matmul_params(stages.model_config())
+
+
+# ---------------------------------------------------------------------------------------------- LMDeploy's log lines
 def test_engine_log_parsed_from_lmdeploy_reprs():
     from lmdeploy import PytorchEngineConfig
     from lmdeploy.pytorch.config import CacheConfig
@@ -66,16 +415,25 @@ def test_engine_log_parsed_from_lmdeploy_reprs():
     text = (f'2026-12-01 22:49:06,330 - lmdeploy - INFO - async_engine.py:168 - updated backend_config={backend}\n'
             f'2026-12-01 22:49:09,100 - lmdeploy - INFO - base.py:439 - Building CacheEngine with config: \n'
             f'{cache}.\n')
-    engines = G.parse_engine_log(text)
-    assert engines == [{'session_len': 36657, 'max_batch_size': 50, 'num_gpu_blocks': 27511, 'block_size': 64,
-                        'max_batches': 50}]
-    assert G.parse_engine_log(text.replace('updated backend_config', 'input backend_config')) == []
+    engines = runlog.parse_engine_log(text)
+    assert engines == [{'backend': 'pytorch', 'session_len': 36657, 'max_batch_size': 50, 'num_gpu_blocks': 27511,
+                        'block_size': 64, 'max_batches': 50}]
+    assert runlog.parse_engine_log(text.replace('updated backend_config', 'input backend_config')) == []
 
 
-def test_unknown_stage_is_refused(capsys):
-    with pytest.raises(SystemExit):
-        G.main(['--stages', 'env,warmup'])
-    assert "unknown stage(s) ['warmup']" in capsys.readouterr().err
+def test_turbomind_engine_and_request_counts_parsed_from_lmdeploy_lines():
+    from lmdeploy import TurbomindEngineConfig
+    tm = TurbomindEngineConfig(session_len=36657, max_batch_size=50, cache_max_entry_count=0.8)
+    text = (f'2026-12-02 - lmdeploy - INFO - async_engine.py:133 - input backend=turbomind, backend_config={tm}\n'
+            f'2026-12-02 - lmdeploy - INFO - async_engine.py:168 - updated backend_config={tm}\n'
+            '2026-12-02 - lmdeploy - INFO - async_engine.py:578 - session=1, input_tokens=30001, '
+            'max_new_tokens=64, prep=True\n'
+            '2026-12-02 - lmdeploy - INFO - async_engine.py:578 - session=2, input_tokens=35000, '
+            'max_new_tokens=192, prep=True\n')
+    assert runlog.parse_engine_log(text) == [{'backend': 'turbomind', 'session_len': 36657, 'max_batch_size': 50}]
+    assert runlog.parse_engine_inputs(text)[0]['backend'] == 'turbomind'
+    assert runlog.engine_requests(text) == {'engine_prompts': 2, 'engine_input_tokens': 65001,
+                                            'engine_longest_need': 35192}
 
 
 def test_engine_inputs_parsed_from_lmdeploy_reprs():
@@ -87,10 +445,11 @@ def test_engine_inputs_parsed_from_lmdeploy_reprs():
     short = PytorchEngineConfig(session_len=32768, max_batch_size=55)
     text = ''.join(f'2026-12-02 01:23:54,992 - lmdeploy - INFO - async_engine.py:133 - input backend=pytorch, '
                    f'backend_config={c}\n' for c in (short, long))
-    got = G.parse_engine_inputs(text)
+    got = runlog.parse_engine_inputs(text)
     assert [(g['session_len'], g['max_batch_size']) for g in got] == [(32768, 55), (131072, 13)]
     assert got[0]['hf_overrides'] == 'None' and "'factor': 4.0" in got[1]['hf_overrides']
-    assert G.parse_engine_log(text) == []          # not an engine built
+    assert runlog.parse_engine_log(text) == []          # not an engine built
+    assert got[0]['backend'] == 'pytorch'
 
 
 def _bands(**over):
@@ -102,50 +461,48 @@ def _bands(**over):
 
 def test_rehearsal_run_judged_by_its_bands():
     bands = _bands(engines_built=0, engine_matches_plan=None, datasets_missing=['x'])
-    assert G.judge_run({'bands': bands, 'rehearsal_stops': ['<= 32k', '32k-128k']}, True)['status'] == \
+    assert stages.judge_run({'bands': bands, 'rehearsal_stops': ['<= 32k', '32k-128k']}, True)['status'] == \
         'rehearsal stop'
-    assert G.judge_run({'bands': bands, 'rehearsal_stops': ['<= 32k']}, True)['status'] == 'failed'
+    assert stages.judge_run({'bands': bands, 'rehearsal_stops': ['<= 32k']}, True)['status'] == 'failed'
     wrong = _bands(max_batch_size_input=4)
-    assert G.judge_run({'bands': wrong, 'rehearsal_stops': ['<= 32k', '32k-128k']}, True)['status'] == 'failed'
-    assert G.judge_run({'bands': []}, True)['status'] == 'failed'
+    assert stages.judge_run({'bands': wrong, 'rehearsal_stops': ['<= 32k', '32k-128k']}, True)['status'] == 'failed'
+    assert stages.judge_run({'bands': []}, True)['status'] == 'failed'
 
 
 def test_device_run_judged_by_its_bands():
-    assert G.judge_run({'bands': _bands()}, False)['status'] == 'ok'
-    missing = G.judge_run({'bands': _bands(datasets_missing=['babilong_qa1_0k'])}, False)
+    assert stages.judge_run({'bands': _bands()}, False)['status'] == 'ok'
+    missing = stages.judge_run({'bands': _bands(datasets_missing=['babilong_qa1_0k'])}, False)
     assert missing['status'] == 'failed' and '<= 32k' in missing['error']
-    assert G.judge_run({'bands': _bands(engines_built=0)}, False)['status'] == 'failed'
+    assert stages.judge_run({'bands': _bands(engines_built=0)}, False)['status'] == 'failed'
+    # the engine's own count of a prompt and its answer over the plan's session_len
+    over = stages.judge_run({'bands': _bands(fits_session_len=False, engine_longest_need=33000)}, False)
+    assert over['status'] == 'failed' and '<= 32k: 33000 > 32768' in over['error']
+    failed = stages.judge_run({'bands': _bands(), 'failed_tasks': [dict(
+        model='m', dataset='nolima_main_4k', stage='eval', reason='KeyError: gold', log='x.out')]}, False)
+    assert failed['status'] == 'failed' and 'nolima_main_4k (eval): KeyError: gold' in failed['error']
 
 
-def test_stage_limits_keep_inside_the_device_call(monkeypatch):
-    now = 1000.0
-    monkeypatch.setattr(G.time, 'time', lambda: now)
-    assert G.stage_limit('model', ['data', 'opencompass', 'bench'], None) == G.LIMITS['model']
-    # 590 s left: the opencompass stage is cut only by the bench stage's reserve
-    assert G.stage_limit('opencompass', ['bench'], now + 590) == min(G.LIMITS['opencompass'],
-                                                                     590 - G.RESERVE['bench'])
-    assert G.stage_limit('opencompass', ['bench'], now + 250) == 250 - G.RESERVE['bench']
-    assert G.stage_limit('bench', [], now + 30) == 30
-    assert G.stage_limit('bench', [], now - 5) == 0
-
-
-def test_stage_out_of_time_is_skipped_and_reported(tmp_path):
-    report = G.Report(str(tmp_path), rehearse=True, deadline=G.time.time() + 2)
-    entry = report.stage('env', lambda: {'never': 'run'})
-    assert entry['status'] == 'skipped' and 'never' not in entry
-    assert '| env | skipped |' in (tmp_path / 'gpu_check.md').read_text()
-
-
-def test_stage_result_may_set_its_status(tmp_path):
-    report = G.Report(str(tmp_path), rehearse=True)
-    entry = report.stage('data', lambda: {'status': 'failed', 'error': 'bands missing'})
-    assert entry['status'] == 'failed' and entry['limit_s'] == G.LIMITS['data']
-
-
-def test_bad_limits_refused(capsys):
-    with pytest.raises(SystemExit):
-        G.main(['--limits', 'opencompass=fast'])
-    assert '--limits' in capsys.readouterr().err
+def test_verdict_of_a_run_that_works():
+    served = {'babilong': {'predictions': 16, 'datasets': 16, 'datasets_written': 16},
+              'nolima': {'predictions': 7, 'datasets': 3, 'datasets_written': 3}}
+    band = dict(_bands()[0], by_benchmark=served, engine_prompts=23, token_counts_differ=0)
+    data = {'stages': {
+        'python': {'status': 'ok', 'python': '3.12.3'},
+        'stack': {'status': 'ok', 'python': '3.12.3', 'lmdeploy': '0.18.0', 'torch': '2.10.0+cu128',
+                  'torch_cuda': '12.8', 'gpu': 'NVIDIA H100 80GB HBM3'},
+        'model': {'status': 'ok'}, 'data': {'status': 'ok'},
+        'opencompass-turbomind': {'status': 'ok', 'bands': [band]},
+        'opencompass-pytorch': {'status': 'skipped'},
+        'bench-turbomind': {'status': 'ok', 'prefill': [{'tokens': 4095, 'mfu': 0.512}, {'tokens': 130560,
+                                                                                         'mfu': 0.6}]}}}
+    line = R.verdict(data)
+    assert line == ("VERDICT: works: Python 3.12.3, LMDeploy 0.18.0, torch 2.10.0+cu128 (CUDA 12.8) on NVIDIA H100 "
+                    "80GB HBM3; model directory; datasets; TurboMind through OpenCompass: predictions BABILong 16 "
+                    "(16/16 datasets), NoLiMa 7 (3/3 datasets), the engine's token counts of 23 prompts as the "
+                    "check's, engines as planned; TurboMind throughput at 4k, 128k (prefill MFU 0.51/0.60) | "
+                    "not run: PyTorch engine through OpenCompass (no time left)")
+    data['stages']['stack']['warnings'] = ['packages built for 2 CUDA major versions are installed together']
+    assert R.verdict(data).endswith('| warning: packages built for 2 CUDA major versions are installed together')
 
 
 def test_tiktoken_files_taken_from_the_litellm_wheel(tmp_path, monkeypatch):
@@ -173,19 +530,19 @@ def test_tiktoken_files_taken_from_the_litellm_wheel(tmp_path, monkeypatch):
 
 
 def test_rehearsal_sitecustomize_is_valid_python(tmp_path):
-    site = G.rehearsal_site(str(tmp_path))
+    site = stages.rehearsal_site(str(tmp_path))
     src = open(os.path.join(site, 'sitecustomize.py'), encoding='utf-8').read()
     compile(src, 'sitecustomize.py', 'exec')
-    assert G.REHEARSAL_MARK in src and 'torch.cuda.Stream = Stream' in src
+    assert R.REHEARSAL_MARK in src and 'torch.cuda.Stream = Stream' in src
 
 
 def test_complete_weights_are_reused(tmp_path):
     shapes = {'a.weight': (2, 3), 'b.bias': (3,)}
-    assert G.existing_weights(str(tmp_path), shapes) is None
+    assert stages.existing_weights(str(tmp_path), shapes) is None
     (tmp_path / 'model-00001.safetensors').write_bytes(b'x')
     (tmp_path / 'model.safetensors.index.json').write_text(
         '{"weight_map": {"a.weight": "model-00001.safetensors", "b.bias": "model-00001.safetensors"}}')
-    assert G.existing_weights(str(tmp_path), shapes)['weights_reused'] is True
-    assert G.existing_weights(str(tmp_path), dict(shapes, c=(1,))) is None
+    assert stages.existing_weights(str(tmp_path), shapes)['weights_reused'] is True
+    assert stages.existing_weights(str(tmp_path), dict(shapes, c=(1,))) is None
     (tmp_path / 'model-00001.safetensors').unlink()
-    assert G.existing_weights(str(tmp_path), shapes) is None
+    assert stages.existing_weights(str(tmp_path), shapes) is None

@@ -1,0 +1,24 @@
+"""``longctx-gpu-check`` (``make gpu-check``): the leaderboard's LMDeploy path served for real on one GPU.
+
+On a machine with one GPU and the GPU install (``make gpu-install``), in this order, each stage under a time limit:
+
+1. ``python``: the Python version, before anything is imported (LMDeploy 0.18.0 and torch 2.10.0 ship wheels for
+   CPython 3.10-3.14; ``--python 3.12`` requires one version, as the carried cp312 wheelhouse does).
+2. ``stack``: LMDeploy (0.18.0), torch and its CUDA build, one CUDA stack, a visible GPU with its free memory, and
+   whether TurboMind's library loads (and why not): both engines are checked where it does, else the PyTorch one.
+3. ``model``: a Qwen2.5-7B-Instruct directory (real tokenizer and chat template, random bf16 weights at its
+   geometry, written on the GPU), or ``--model-dir`` a downloaded one.
+4. ``data``: BABILong stand-in files, generated LongBioBench, NoLiMa stand-in needles and books (all built offline by
+   the package) at 0k/4k/32k and one 128k tier.
+5. ``opencompass-<engine>``: the real ``opencompass`` command through ``LongCtxPartitioner`` and
+   ``LongCtxInferTask`` with the leaderboard's qwen2.5-7b-instruct row on that engine; then the plan against what
+   LMDeploy logged (backend, session_len, max_batch_size, KV blocks, each prompt's token count) and the
+   predictions; every failed task with the tail of its log (OpenCompass itself exits 0 when a task fails).
+6. ``bench-<engine>``: prefill tokens/s and MFU at 4k/32k/128k (what fits the GPU) and decode tokens/s at batch 1
+   and the short band's batch, through the same wrapper; the constants as lines for ``tables/cost_model.py``.
+
+The report (``--out``, default ``$OUT`` or ``outputs/gpu_check``): ``gpu_check.json``, ``gpu_check.md`` (rewritten
+after every measurement) and ``gpu_check.jsonl`` (one line appended per record); it ends with one line, the verdict,
+which says what works and what fails, with the first reason. Exit status: 0 everything worked, 1 a stage failed,
+2 the Python or the stack is not fit to run the check (the verdict says what to do).
+"""
