@@ -94,6 +94,13 @@ def test_a_wrong_python_stops_the_check_before_anything_else(tmp_path, monkeypat
     assert capsys.readouterr().out.rstrip().splitlines()[-1] == data['verdict']   # and so does the output
 
 
+def test_gpu_work_of_the_check_runs_in_a_child_process():
+    """The check's own process opens no CUDA context before the OpenCompass runs (its GPU query and the random
+    weights run in a spawned child), so the engines find the GPU as free as the plan assumes."""
+    assert environment.in_child(os.getpid) != os.getpid()
+    assert environment.in_child(environment.check_python, (3, 9, 1)) == environment.check_python((3, 9, 1))
+
+
 def test_a_cpu_torch_is_named_with_what_to_do(tmp_path):
     """This machine's real stack (LMDeploy's Python unpacked, a CPU torch): the check stops at the stack stage."""
     pytest.importorskip('lmdeploy')
@@ -326,6 +333,51 @@ def test_a_failing_engine_is_reported_with_its_log_tail_and_named_in_the_verdict
     assert "failed tasks (OpenCompass exited 0; the tail of each task's log)" in md
     assert 'raise RuntimeError(\'failing engine double' in md           # the tail itself, with the frame
     assert md.rstrip().splitlines()[-1] == line
+
+
+def test_an_opencompass_run_cut_at_the_stage_limit_still_reports_what_it_did(tmp_path, monkeypatch):
+    """A run that outlives its stage: its progress is saved while it runs, it is killed at the limit, and its plan,
+    the task that never finished and that task's log tail are in the report. (A stand-in for the opencompass
+    command: it writes a run directory as OpenCompass would, then hangs, as an engine that never returns would.)"""
+    runs = tmp_path / 'work' / 'runs-pytorch'
+    run = runs / '20261202_120000'
+    fake = tmp_path / 'fake_opencompass'
+    plan = {'task_list': [{'model': 'm', 'band': '<= 32k', 'datasets': ['babilong_qa1_0k', 'babilong_qa1_4k'],
+                           'rows': 2, 'prompt_tokens': 4200, 'gpu_hours': 0.01,
+                           'engine': {'session_len': 8192, 'max_batch_size': 4, 'backend': 'pytorch'},
+                           'seconds': {'start': 100.0, 'prefill': 1.0, 'decode': 2.0}}]}
+    fake.write_text(f"""#!/bin/bash
+mkdir -p {run}/plan {run}/predictions/m {run}/logs/infer/m
+echo '{json.dumps(plan)}' > {run}/plan/longctx_plan.json
+echo '{{"0": {{"prediction": "kitchen"}}}}' > {run}/predictions/m/babilong_qa1_0k.json
+printf 'Task [m/babilong_qa1_0k,m/babilong_qa1_4k]\\nlmdeploy - INFO - session=1, input_tokens=3900, max_new_tokens=16\\n' \
+  > {run}/logs/infer/m/babilong_qa1_0k.out
+echo 'the 4k prompt is being served' >> {run}/logs/infer/m/babilong_qa1_0k.out
+exec sleep 120
+""")
+    fake.chmod(0o755)
+    monkeypatch.setattr(stages.sys, 'executable', str(fake))
+    monkeypatch.setattr(stages, 'POLL_S', 1)
+    report = R.Report(str(tmp_path / 'out'), 'longctx-gpu-check', limits=dict(R.LIMITS, opencompass=20))
+    start = time.time()
+    entry = report.stage('opencompass-pytorch', stages.stage_opencompass, str(tmp_path / 'eval.py'), str(runs),
+                         dict(os.environ))
+    assert time.time() - start < 15
+    assert entry['rc'] == 'killed at the stage limit' and entry['status'] == 'failed'
+    progress = [json.loads(x) for x in (tmp_path / 'out' / 'gpu_check.jsonl').read_text().splitlines()
+                if 'running_s' in x]
+    assert progress and progress[-1]['predictions_written'] == 1
+    (band,) = entry['bands']
+    assert band['predictions'] == 1 and band['datasets_missing'] == ['babilong_qa1_4k']
+    assert band['engine_input_tokens'] == 3900 and band['engine_longest_need'] == 3916 and band['fits_session_len']
+    evaluated, served = entry['failed_tasks']      # the 0k dataset was never evaluated, the 4k one never answered
+    assert (evaluated['dataset'], evaluated['stage']) == ('babilong_qa1_0k', 'eval')
+    assert 'the run was interrupted' in evaluated['reason']
+    assert (served['dataset'], served['stage']) == ('babilong_qa1_4k', 'infer')
+    assert 'was the task killed?' in served['reason']
+    assert 'the 4k prompt is being served' in entry['log_tails'][served['log']]
+    assert 'FAILS: PyTorch engine through OpenCompass (2 failed task(s), first babilong_qa1_0k: no result' \
+           in report.finish()
 
 
 @pytest.fixture

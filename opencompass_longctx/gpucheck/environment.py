@@ -66,11 +66,7 @@ def check_stack(rehearse: bool = False) -> Tuple[Dict, List[str]]:
                              '(torch.cuda.is_available() is False): check nvidia-smi, the driver (CUDA 12.8 needs '
                              'the R570 series or newer) and CUDA_VISIBLE_DEVICES')
             else:
-                p = torch.cuda.get_device_properties(0)
-                free, total = torch.cuda.mem_get_info(0)
-                info.update(gpus=torch.cuda.device_count(), gpu=p.name, gpu_memory_gib=round(total / 1024 ** 3, 1),
-                            gpu_free_gib=round(free / 1024 ** 3, 1), sm=p.multi_processor_count,
-                            capability=f'{p.major}.{p.minor}')
+                info.update(in_child(gpu_info))
         if not rehearse:
             from ..models.cuda_stack import cuda_majors, installed, problem
             info['cuda_majors'] = sorted(cuda_majors(installed()))
@@ -84,6 +80,23 @@ def check_stack(rehearse: bool = False) -> Tuple[Dict, List[str]]:
     if install:
         install[-1] += f': {FIX_INSTALL}'
     return info, install + other
+
+
+def gpu_info() -> Dict:
+    """The GPU as CUDA reports it (run in a child process: :func:`in_child`)."""
+    import torch
+    p = torch.cuda.get_device_properties(0)
+    free, total = torch.cuda.mem_get_info(0)
+    return dict(gpus=torch.cuda.device_count(), gpu=p.name, gpu_memory_gib=round(total / 1024 ** 3, 1),
+                gpu_free_gib=round(free / 1024 ** 3, 1), sm=p.multi_processor_count, capability=f'{p.major}.{p.minor}')
+
+
+def in_child(fn, *args):
+    """``fn(*args)`` in a fresh (spawned) process: the check's own process never opens a CUDA context before the
+    OpenCompass runs, so their engines find the GPU as free as the plan assumes (one context: CUDA_NOT_FREE_GIB)."""
+    import multiprocessing
+    with multiprocessing.get_context('spawn').Pool(1) as pool:
+        return pool.apply(fn, args)
 
 
 def engines(info: Dict, requested: str = 'auto') -> Tuple[List[str], str]:

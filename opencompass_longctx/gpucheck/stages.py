@@ -24,6 +24,7 @@ from .report import REHEARSAL_MARK
 from .runlog import compare_run, failed_tasks, tail
 
 MODEL_ABBR = 'qwen2.5-7b-instruct'
+POLL_S = 30                                   # seconds between progress saves while opencompass runs
 RUN_NAME = re.compile(r'^\d{8}_\d{6}$')      # OpenCompass's run directory (its start time)
 GIB = 1024 ** 3
 # Qwen2.5-7B-Instruct's published config.json beyond the geometry the leaderboard row carries (``arch``)
@@ -114,7 +115,8 @@ def stage_model(rec, model_dir: str, rehearse: bool) -> Dict:
     if rehearse:
         import torch
         torch.empty(1, device='cuda')      # the device run's first CUDA call: stops here in a rehearsal
-    return existing_weights(model_dir, shapes) or write_random_weights(model_dir, shapes)
+    from .environment import in_child      # the weights are made on the GPU in a child: no CUDA context kept here
+    return existing_weights(model_dir, shapes) or in_child(write_random_weights, model_dir, shapes)
 
 
 def stage_real_model(rec, model_dir: str) -> Dict:
@@ -259,11 +261,20 @@ def stage_opencompass(rec, config_path: str, work_dir: str, env: Dict, rehearse:
         # OpenCompass writes its task configs to ./tmp: in the parent, not among the runs
         p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=os.path.dirname(work_dir),
                              start_new_session=True)
+        stop = start + max((rec.limit or 3600) - 15, 1)      # leaves time to read the run
         try:
-            rc = p.wait(timeout=max((rec.limit or 3600) - 15, 1))   # leaves time to read the run
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            rc = 'killed at the stage limit'
+            rc = None
+            while rc is None:
+                try:
+                    rc = p.wait(timeout=max(min(POLL_S, stop - time.time()), 0.1))
+                except subprocess.TimeoutExpired:
+                    if time.time() >= stop:
+                        os.killpg(p.pid, signal.SIGKILL)
+                        p.wait()
+                        rc = 'killed at the stage limit'
+                    else:       # how far it got, saved as it goes (a run killed from outside still says)
+                        rec.set(running_s=round(time.time() - start), predictions_written=len(glob.glob(
+                            os.path.join(work_dir, '*', 'predictions', '*', '*.json'))))
         except BaseException:        # the stage's own time limit (SIGALRM) or ^C: no task left running
             os.killpg(p.pid, signal.SIGKILL)
             raise

@@ -153,6 +153,15 @@ def run_bench(rec, model_cfg: Dict, backend: str, batch: int, peak_tflops: Optio
     close = getattr(getattr(pipe, 'pipe', pipe), 'close', None)
     if close:
         close()
+    del model, pipe       # the next engine's bench sizes from what is free then
+    import gc
+    gc.collect()
+    try:
+        import torch
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except ImportError:
+        pass
     return {}
 
 
