@@ -77,24 +77,31 @@ def gpu_key(name: str) -> Optional[str]:
 
 def bench_engine(cfg: Dict, weights: float, free_bytes: float, batch: int, backend: str,
                  cache_max_entry_count: float = 0.8) -> Dict:
-    """The bench engine's session_len and max_batch_size: the longest of :data:`LENGTHS` whose KV cache fits this
-    GPU at batch 1 (the package's own preflight arithmetic), and the largest batch up to ``batch`` that fits it."""
+    """The bench engine: ``session_len`` the longest of :data:`LENGTHS` (+512) whose KV cache fits this GPU for one
+    sequence, ``max_batch_size`` the largest batch up to ``batch`` whose decode sequences (DECODE_CONTEXT +
+    DECODE_NEW tokens each) fit it too (the package's own preflight arithmetic, with the engine's reserve). Both
+    engines take their KV blocks from one pool as sequences need them, so one engine serves the 128k prompt alone
+    and the decode batch of short ones; the wrapper's own preflight, which asks for session_len x max_batch_size,
+    is turned off for it (``preflight=False``)."""
     from ..models.lmdeploy import engine_reserve_bytes, kv_plan
+
+    def fits(session, b):
+        reserve = engine_reserve_bytes(backend, cfg, {'max_batch_size': b})
+        return kv_plan(cfg, weights, session, b, 1, cache_max_entry_count, 0, free_bytes, reserve)['fits']
     for length in sorted(LENGTHS, reverse=True):
         session = length + 512
-        for b in range(max(batch, 1), 0, -1):
-            reserve = engine_reserve_bytes(backend, cfg, {'max_batch_size': b})
-            if kv_plan(cfg, weights, session, b, 1, cache_max_entry_count, 0, free_bytes, reserve)['fits']:
-                return {'session_len': session, 'max_batch_size': b,
-                        'lengths': [n for n in LENGTHS if n <= length]}
+        if fits(session, 1):
+            decode = DECODE_CONTEXT + DECODE_NEW + 64
+            b = next((b for b in range(max(batch, 1), 0, -1) if fits(decode, b)), 1)
+            return {'session_len': session, 'max_batch_size': b, 'lengths': [n for n in LENGTHS if n <= length]}
     raise RuntimeError(f'not even a {LENGTHS[0] + 512}-token engine at batch 1 fits the {free_bytes / 2 ** 30:.1f} '
                        'GiB free on this GPU')
 
 
 def run_bench(rec, model_cfg: Dict, backend: str, batch: int, peak_tflops: Optional[float],
               hbm_tbps: Optional[float], free_bytes: Optional[float] = None) -> Dict:
-    """Build the wrapper (``backend``) at the largest session that fits, then save each measurement when made:
-    prefill at each length of :data:`LENGTHS` that fits, decode at batch 1 and at ``batch``."""
+    """Build the wrapper (``backend``) as :func:`bench_engine` sizes it, then save each measurement when made:
+    prefill at each length of :data:`LENGTHS` that fits, decode at batch 1 and at ``batch`` (or what fits)."""
     import json
     import os
 
@@ -117,7 +124,7 @@ def run_bench(rec, model_cfg: Dict, backend: str, batch: int, peak_tflops: Optio
     t0 = time.time()
     from ..selection import without_run_options       # as the infer task builds it (max_tier, thinks removed)
     model = build_model_from_cfg(without_run_options(dict(model_cfg, backend=backend, engine_config=engine_config,
-                                                          max_seq_len=plan['session_len'])))
+                                                          max_seq_len=plan['session_len'], preflight=False)))
     rec.set(engine_start_s=round(time.time() - t0, 1), backend_reason=getattr(model, 'backend_reason', None))
     pipe = model.pipe
 
