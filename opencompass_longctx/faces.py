@@ -35,6 +35,10 @@ from .tiers import Tier, TierError, parse_tier
 
 
 # ---------------------------------------------------------------------------------------------- summary tables
+TASK = '@task'           # in Bench.cluster_keys: the dataset's task
+POSITION = '@position'   # in Bench.cluster_keys: the sample's place in its dataset
+
+
 @dataclass(frozen=True)
 class Row:
     """A table row: the mean of some tasks' scores, or (``of_rows``) the mean of other rows of the same tier.
@@ -71,9 +75,25 @@ class Bench:
     # that share text, e.g. NoLiMa's needle entry, across its datasets and tiers); empty: every sample is its own
     # cluster (independent samples). ``strata_keys`` name a crossed factor with few levels that is held fixed
     # (NoLiMa's haystack), never treated as clusters. ``relation`` says in words what the data makes of its samples.
+    # Two names stand for what the details do not hold: ``TASK`` (the dataset's task, e.g. 'qa1') and ``POSITION``
+    # (the sample's place in its dataset): BABILong's files put the same bAbI story at the same place in every tier.
     cluster_keys: Tuple[str, ...] = ()
     strata_keys: Tuple[str, ...] = ()
     relation: str = 'independent samples'
+
+    def cluster_of(self, detail: dict, task: str, position: int) -> Optional[str]:
+        """The sample's cluster as one string (None: the benchmark declares none; KeyError naming the key when a
+        declared key is not in the details, e.g. results written before the key was recorded)."""
+        if not self.cluster_keys:
+            return None
+        parts = []
+        for key in self.cluster_keys:
+            v = task if key == TASK else position if key == POSITION else detail.get(key)
+            v = v[0] if isinstance(v, list) and v else v
+            if v is None:
+                raise KeyError(key)
+            parts.append(str(v))
+        return '\x1f'.join(parts)
 
     def match(self, abbr: str) -> Optional[Tuple[str, str]]:
         m = re.match(self.pattern, abbr)

@@ -75,7 +75,7 @@ def test_exact_mcnemar_at_leaderboard_size_in_well_under_a_second():
     a, b = rng.random(100_000) < 0.6, rng.random(100_000) < 0.59
     strata = [(1.0, [(float(x), float(y), None) for x, y in zip(a, b)])]
     start = time.perf_counter()
-    test = paired_test(strata, independent=True)
+    test = paired_test(strata)
     took = time.perf_counter() - start
     assert test.method == 'mcnemar' and test.clusters == 100_000 and took < 1.0, took   # (the pairing in Python)
     wins, losses = int(np.sum(a & ~b)), int(np.sum(~a & b))
@@ -92,23 +92,23 @@ def test_exact_mcnemar_at_leaderboard_size_in_well_under_a_second():
 
 
 def test_a_comparison_with_no_variance_is_never_significant():
-    one = paired_test([(1.0, [(1.0, 0.0, ('c', 'e1'))] * 40)], independent=False)
+    one = paired_test([(1.0, [(1.0, 0.0, ('c', 'e1'))] * 40)])
     assert one.method == 'not testable' and not one.testable and one.clusters == 1 and one.p is None
     assert 'one cluster' in one.note
     same = paired_test([(0.5, [(1.0, 0.0, ('c', str(i))) for i in range(12)]),
-                        (0.5, [(1.0, 0.0, ('c', str(i))) for i in range(12, 30)])], independent=False)
+                        (0.5, [(1.0, 0.0, ('c', str(i))) for i in range(12, 30)])])
     assert same.method == 'not testable' and 'same difference (+100.0)' in same.note
     # the issue's LongBioBench case: one discordant sample of 15, alone in its dataset (unequal pair counts):
     # the old stratified bootstrap gave a zero-width interval above 0 and starred it
     strata = [(1 / 6, [(1.0, 0.0, None)])] + [(1 / 6, [(1.0, 1.0, None), (0.0, 0.0, None), (1.0, 1.0, None)])] * 4 \
         + [(1 / 6, [(0.0, 0.0, None), (1.0, 1.0, None)])]
     assert sum(len(p) for _, p in strata) == 15
-    issue = paired_test(strata, independent=True)
+    issue = paired_test(strata)
     assert issue.method == 'sign-flip' and issue.testable and issue.p == 1.0
     assert not Paired('a', 'b', 'longbio', 'mean', '1k', diff=issue.diff, lo=issue.lo, hi=issue.hi, p=issue.p,
                       method=issue.method, clusters=issue.clusters).significant
     # McNemar with no discordant pair: nothing to test
-    tie = paired_test([(1.0, [(1.0, 1.0, None)] * 20)], independent=True)
+    tie = paired_test([(1.0, [(1.0, 1.0, None)] * 20)])
     assert tie.method == 'not testable' and not tie.significant
 
 
@@ -116,12 +116,12 @@ def test_a_clustered_difference_is_not_starred_where_mcnemar_would_star_it():
     """Three needle entries where A wins 60 of 130 prompts, ties elsewhere: 180 discordant pairs, all for A, but
     they rest on three entries (a sign flip of three clusters cannot reach p < 0.25)."""
     pairs = [(1.0 if e < 3 and k < 60 else 0.0, 0.0, ('c', str(e))) for e in range(ENTRIES) for k in range(PER_ENTRY)]
-    naive = paired_test([(1.0, [(x, y, None) for x, y, _ in pairs])], independent=True)
+    naive = paired_test([(1.0, [(x, y, None) for x, y, _ in pairs])])
     assert naive.method == 'mcnemar' and naive.significant
-    clustered = paired_test([(1.0, pairs)], independent=False)
+    clustered = paired_test([(1.0, pairs)])
     assert clustered.method == 'sign-flip' and clustered.clusters == ENTRIES
     assert clustered.p > 0.2 and not clustered.significant
-    few = paired_test([(1.0, [(float(k % 2), 0.0, ('c', str(k % 6))) for k in range(60)])], independent=False)
+    few = paired_test([(1.0, [(float(k % 2), 0.0, ('c', str(k % 6))) for k in range(60)])])
     assert few.clusters == 6 and 'only 6 clusters' in few.note and not few.significant
 
 

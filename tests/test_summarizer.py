@@ -150,7 +150,8 @@ def test_printed_table_explains_its_columns_and_shows_the_base_and_threshold(tmp
     assert header == ('| model | benchmark | row | 0k | 1k | 4k | mean | base (thr) | eff. len (NoLiMa 85% base) | '
                       'eff. len (RULER >= 85.6) |')
     (line,) = [ln for ln in md.splitlines() if ln.startswith('| m | babilong | qa1-qa5 |')]
-    assert line.endswith('| 70.0 | 80.0 (68.0) | 1k | <0k |')  # base 80 at 0k, threshold 0.85 x 80
+    # base 80 at 0k, threshold 0.85 x 80; each effective length with its 95% interval from the resampling
+    assert line.endswith('| 70.0 | 80.0 (68.0) | 1k [0k-4k] | <0k [<0k-0k] |')
     legend = md[md.index('How to read this table:'):]
     for words in ('eff. len (NoLiMa 85% base): the longest tier such that it and every shorter tier',
                   'eff. len (RULER >= 85.6): the same with a fixed threshold of 85.6',

@@ -2,7 +2,7 @@
 import os
 from typing import Dict, List, Optional
 
-from ..faces import TIER_PATTERN, Bench, BenchmarkFace, Row
+from ..faces import POSITION, TASK, TIER_PATTERN, Bench, BenchmarkFace, Row
 from ..options import integer, value_or
 from ..tiers import parse_tier
 from ..tokenization import GPT2_TOKENIZER
@@ -92,4 +92,7 @@ BENCHMARK = BenchmarkFace(
     check_keys=('path', 'task', 'tier', 'sample_source', 'babi_dir', 'background_dir'),
     summary=(Bench(name='babilong', pattern=r'^babilong_(?P<task>qa\d+)_' + TIER_PATTERN + '$',
                    rows=(Row('qa1-qa5', _qa(5)), Row('qa1-qa10', _qa(10))), base_tiers=('0k',),
-                   notes='accuracy (%), official scoring; rows are means over tasks'),))
+                   notes='accuracy (%), official scoring; rows are means over tasks',
+                   cluster_keys=(TASK, POSITION),
+                   relation='independent samples within a tier; the released files put the same bAbI story at '
+                            'the same position of a task in every tier, so a story is one cluster across tiers'),))

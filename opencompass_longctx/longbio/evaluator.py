@@ -96,7 +96,10 @@ class LongBioEvaluator(BaseEvaluator):
             counts = res['counts']
         out['counts'] = dict(counts, samples=len(set(samples)), n=len(set(samples)),
                              **overlength.marker_counts(predictions, samples))
-        for d, s in zip(details, sent):
+        seeds = list(test_set['seed']) if 'seed' in getattr(test_set, 'column_names', test_set) else [None] * len(details)
+        for d, s, seed in zip(details, sent, seeds):
             d['answer_prefix'] = s
+            if seed is not None:
+                d['seed'] = seed   # names the sample's cluster (the face's cluster_keys)
         out['details'] = details
         return out

@@ -53,15 +53,21 @@ def _rows():
     return cats + (Row('mean', of_rows=tuple(LONGBIO_CATEGORIES)),)
 
 
+# A sample's needles come from its seed (base seed, task family, n, index), not from the tier, and the standard,
+# multi-standard, citation and IDK cells share the family 'standard': the samples with one seed are one cluster.
+_RELATED = dict(cluster_keys=('seed',),
+                relation="clustered by the sample's seed (the same needles and questions at every tier, and in the "
+                         'standard, multi-standard, citation and IDK cells of one n); independent otherwise')
+
 BENCHMARK = BenchmarkFace(
     name='longbio', dataset_type='LongBioDataset', tier_unit=TIER_UNIT, tokens_column='prompt_tokens',
     data_tokenizer=data_tokenizer, estimate_rows=estimate_rows, estimate_prompt_tokens=estimate_prompt_tokens,
     sample_text=sample_text, sample_keys=('tokenizer',),
     checks=(), check_keys=(), fits=fits,
     summary=(Bench(name='longbio', pattern=r'^longbio_(?!strict_)(?P<task>[a-z_0-9]+?)_' + TIER_PATTERN + '$',
-                   rows=_rows(), base_tiers=('0k', '1k', '2k'), tier_unit=TIER_UNIT,
+                   rows=_rows(), base_tiers=('0k', '1k', '2k'), tier_unit=TIER_UNIT, **_RELATED,
                    notes='accuracy (%), compat mode; categories are means over their cells, mean over the '
                          'categories'),
              Bench(name='longbio_strict', pattern=r'^longbio_strict_(?P<task>[a-z_0-9]+?)_' + TIER_PATTERN + '$',
-                   rows=_rows(), base_tiers=('0k', '1k', '2k'), tier_unit=TIER_UNIT,
+                   rows=_rows(), base_tiers=('0k', '1k', '2k'), tier_unit=TIER_UNIT, **_RELATED,
                    notes='accuracy (%), strict mode (the authors\' bugs fixed)')))

@@ -13,11 +13,12 @@ Samples that are not scored answers are left out of the pair, and counted in ``e
 side; so are samples only one model has (``unmatched``).
 
 The test and its 95% interval (:mod:`.paired_tests`) rest on the benchmark's own statement of how its samples
-are related (``Bench.cluster_keys``, read from each sample's details): NoLiMa's samples of one needle entry are one
-cluster across its datasets and tiers, and the test is a sign-flip permutation over clusters with the interval
-from the same test inverted (``sign-flip``). Where the benchmark declares its samples independent, every value is
-0/1 and every pair weighs the same, the exact McNemar test (``mcnemar``); otherwise (unequal weights, non-0/1
-values) the sign flip over single samples. A comparison with no variance (one cluster; every cluster the same
+are related (``Bench.cluster_of``, read from each sample's details): NoLiMa's samples of one needle entry are one
+cluster across its datasets and tiers, BABILong's story at one position of a task one cluster across its tiers,
+LongBioBench's samples of one seed one cluster across its cells and tiers. The test is a sign-flip permutation over
+clusters with the interval from the same test inverted (``sign-flip``). Where every cluster holds one pair (the
+pairs are independent: one BABILong tier), every value is 0/1 and every pair weighs the same, the exact McNemar
+test (``mcnemar``); otherwise (unequal weights, non-0/1 values) the sign flip over clusters. A comparison with no variance (one cluster; every cluster the same
 difference) is ``not testable`` and never significant; one over fewer than ten clusters is shown, not starred.
 
 ``*`` marks a significant difference (p < 0.05, testable, at least ten clusters). The ranking of a benchmark (its
@@ -34,14 +35,14 @@ from ..overlength import ENGINE_ERROR, ENGINE_TOO_SMALL, OVER_LENGTH
 from ..tiers import parse_tier
 from . import paired_tests as stats
 from .merge import MergedResults, ReportInputError, _sha, per_model_copy, prompt_text, read_predictions
-from .report import _detail_value, row_task_names
+from .intervals import value_key
+from .report import _detail_value, effective_text, row_task_names
 from .specs import bench_by_name
 
 RESAMPLES = stats.RESAMPLES
 SEED = stats.SEED
 LEVEL = stats.LEVEL
 _MARKERS = {OVER_LENGTH: 'over-length', ENGINE_TOO_SMALL: 'engine too small', ENGINE_ERROR: 'engine error'}
-_HEADLINE_KEY = {'citation': 'citation_hit', 'answer': 'answer_hit'}
 DIRECTION = 'leader - model'
 
 
@@ -77,22 +78,15 @@ class Paired:
 
 
 # ---------------------------------------------------------------------------------------------- samples
-def _value_key(res: dict) -> str:
-    head = _detail_value(res, 'headline')
-    return _HEADLINE_KEY.get(head, 'correct')
-
-
-def _cluster(d: dict, keys: Sequence[str], where: str) -> Optional[tuple]:
-    """The sample's cluster: the values of the benchmark's cluster keys in its details (None: no clusters)."""
-    if not keys:
-        return None
-    values = tuple(_detail_value(d, k) for k in keys)
-    missing = [k for k, v in zip(keys, values) if v is None]
-    if missing:
-        raise NotPaired(f'{where}: its per-sample details have no {", ".join(map(repr, missing))}, which name the '
-                        'clusters of this benchmark (results written by an older version: evaluate the run again '
-                        'with `opencompass ... -r` to compare it)')
-    return ('c',) + tuple(str(v) for v in values)
+def _cluster(bench, task: str, d: dict, position: int, where: str) -> Optional[tuple]:
+    """The sample's cluster (``Bench.cluster_of``; None: the benchmark declares none)."""
+    try:
+        c = bench.cluster_of(d, task, position)
+    except KeyError as e:
+        raise NotPaired(f'{where}: its per-sample details have no {e.args[0]!r}, which names the clusters of this '
+                        'benchmark (results written by an older version: evaluate the run again with '
+                        '`opencompass ... -r` to compare it)') from None
+    return None if c is None else ('c', c)
 
 
 def _predictions(results: MergedResults, model: str, abbr: str) -> Optional[List[dict]]:
@@ -104,7 +98,7 @@ def _predictions(results: MergedResults, model: str, abbr: str) -> Optional[List
 
 
 def units(results: MergedResults, model: str, abbr: str, metric: str, detail_filter: Tuple[str, str] = (),
-          cluster_keys: Sequence[str] = ()) -> List[Tuple[tuple, Optional[float], str, Optional[tuple]]]:
+          bench=None) -> List[Tuple[tuple, Optional[float], str, Optional[tuple]]]:
     """[(identity, value 0..1 or None, status, cluster or None)] per sample of a result; NotPaired when its score
     cannot be read back from its per-sample details (or a clustered benchmark's details do not name the cluster)."""
     res = results.get(model, abbr)
@@ -114,7 +108,8 @@ def units(results: MergedResults, model: str, abbr: str, metric: str, detail_fil
     preds = _predictions(results, model, abbr)
     if preds is not None and len(preds) != len(details):
         preds = None
-    key = _value_key(res)
+    key = value_key(res)
+    task = bench.match(abbr)[0] if bench is not None and bench.match(abbr) else ''
     rows = []
     for i, d in enumerate(details):
         pred = preds[i].get('prediction') if preds else None
@@ -128,7 +123,8 @@ def units(results: MergedResults, model: str, abbr: str, metric: str, detail_fil
         v = _detail_value(d, key)
         value = float(v) if status == 'scored' and isinstance(v, (bool, int, float)) else None
         group = _detail_value(d, 'sample') if status == 'scored' else None
-        cluster = _cluster(d, cluster_keys, f'{model}/{abbr}') if status == 'scored' else None
+        cluster = (_cluster(bench, task, d, i, f'{model}/{abbr}') if status == 'scored' and bench is not None
+                   else None)
         rows.append(dict(ident=ident, value=value, status=status, group=(i,) if group is None else ('s', group),
                          cluster=cluster,
                          keep=not detail_filter or _detail_value(d, detail_filter[0]) == detail_filter[1]))
@@ -165,11 +161,12 @@ def pair_units(ua, ub) -> Tuple[List[Tuple[float, float, Optional[tuple]]], Dict
     return pairs, excluded, len(a.keys() ^ b.keys())
 
 
-def paired_test(strata: Sequence[Tuple[float, Sequence[Tuple[float, float, Optional[tuple]]]]], independent: bool,
+def paired_test(strata: Sequence[Tuple[float, Sequence[Tuple[float, float, Optional[tuple]]]]],
                 resamples: int = RESAMPLES, seed: int = SEED) -> stats.Test:
-    """The test of [(dataset weight, [(A value, B value, cluster or None)])]: exact McNemar where the benchmark
-    declares independent samples, every value is 0/1 and every pair weighs the same; else the sign flip over
-    clusters (a sample without a cluster is its own)."""
+    """The test of [(dataset weight, [(A value, B value, cluster or None)])]: exact McNemar where the pairs are
+    independent (every cluster holds one pair: a benchmark that declares no clusters, or BABILong's stories within
+    one tier), every value is 0/1 and every pair weighs the same; else the sign flip over clusters (a sample
+    without a cluster is its own)."""
     total = sum(w for w, _ in strata)
     d, w, cl, codes = [], [], [], {}
     for s, (weight, pairs) in enumerate(strata):
@@ -178,6 +175,7 @@ def paired_test(strata: Sequence[Tuple[float, Sequence[Tuple[float, float, Optio
             w.append(weight / total / len(pairs))
             cl.append(codes.setdefault((s, k) if cluster is None else cluster, len(codes)))
     binary = all(x in (0.0, 1.0) and y in (0.0, 1.0) for _, pairs in strata for x, y, _ in pairs)
+    independent = len(codes) == len(d)
     if independent and binary and len({round(x, 12) for x in w}) == 1:
         return stats.mcnemar(sum(1 for x in d if x > 0), sum(1 for x in d if x < 0), len(d))
     return stats.sign_flip(np.array(d), np.array(w), np.array(cl), resamples, seed)
@@ -200,7 +198,7 @@ class Comparer:
         key = (model, abbr, detail_filter)
         if key not in self._unit_memo:
             try:
-                self._unit_memo[key] = units(self.results, model, abbr, spec.metric, detail_filter, spec.cluster_keys)
+                self._unit_memo[key] = units(self.results, model, abbr, spec.metric, detail_filter, spec)
             except NotPaired as e:
                 self._unit_memo[key] = e
         found = self._unit_memo[key]
@@ -265,8 +263,8 @@ class Comparer:
             if bad:
                 notes.insert(0, 'not compared: ' + ', '.join(bad))
         if strata:
-            test = paired_test(strata, not bench_by_name(bench).cluster_keys, self.resamples,
-                               SEED ^ zlib.crc32('/'.join(key).encode()))
+            test = paired_test(strata, self.resamples,
+                               SEED ^ zlib.crc32('/'.join(key[2:]).encode()))  # not the names: a rename changes nothing
             out.pairs = sum(len(p) for _, p in strata)
             out.diff, out.lo, out.hi, out.p = test.diff, test.lo, test.hi, test.p
             out.method, out.clusters, out.testable = test.method, test.clusters, test.testable
@@ -417,9 +415,7 @@ RANK_RULE = ('Rank groups: models ordered by effective length ({rank_by}), then 
 def _board_line(e: dict) -> str:
     vs = e['vs'] or {}
     p = Paired(**{k: v for k, v in vs.items() if k in Paired.__dataclass_fields__}) if vs else None
-    eff = e['effective'] or '-'
-    if e.get('effective_interval') and None not in tuple(e['effective_interval'])[:2]:
-        eff += ' ({}-{})'.format(*e['effective_interval'][:2])
+    eff = effective_text(dict(contiguous=e['effective'], interval=e.get('effective_interval')))
     diff = ('' if p is None else f'{p.a} - {p.b} = {p.diff:+.1f}' + (' *' if vs.get('significant') else '')
             if p.diff is not None else p.note)
     return '| ' + ' | '.join([e['bench'], e['row'], str(e['rank']), e['model'], eff, _num(e['mean'], '.1f') or '-',

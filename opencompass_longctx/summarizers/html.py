@@ -13,6 +13,8 @@ import tempfile
 from dataclasses import fields
 from typing import List, Optional, Sequence
 
+from .report import effective_text, shown_rows
+
 CHROMIUM_INSTALL = 'apt-get update && apt-get install -y --no-install-recommends chromium'
 CHROMIUM_FLAGS = ('--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
                   '--disable-background-networking', '--disable-component-update', '--disable-sync',
@@ -47,28 +49,13 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[tuple]], cls: str) -> Li
     return out + ['</table>']
 
 
-def shown_rows(report: dict) -> list:
-    """The tier table's rows, less the (benchmark, row)s where no model has a value at any tier (e.g. NoLiMa's
-    two-hop split of a run with no two-hop sample): they would be a block of '-'."""
-    filled = {(r.bench, r.row) for r in report['rows'] if any(c.status == 'ok' for c in r.cells.values())}
-    return [r for r in report['rows'] if (r.bench, r.row) in filled]
-
-
 def interval_note(cell) -> str:
     """How a cell's interval was made (read with getattr: older reports have no method or cluster count)."""
     method, clusters = getattr(cell, 'ci_method', None), getattr(cell, 'clusters', None)
     parts = [f'95% interval: {method}' if method else '']
-    parts += [f'{clusters} clusters' if clusters else '', f'n={cell.n}' if cell.n else '', cell.reason]
+    parts += [f'{clusters} clusters' if clusters and method != 'binomial' else '', f'n={cell.n}' if cell.n else '',
+              cell.reason]
     return '; '.join(p for p in parts if p)
-
-
-def effective_text(eff: Optional[dict]) -> str:
-    """'16k (8k-32k)': the effective length and its 95% interval in tiers, where the report has one."""
-    eff = eff or {}
-    point, interval = eff.get('contiguous'), eff.get('interval')
-    if not point:
-        return '-'
-    return f'{point} ({interval[0]}-{interval[1]})' if interval and None not in interval[:2] else point
 
 
 def _tier_table(report: dict, rows: list) -> List[str]:
@@ -104,7 +91,10 @@ def _methods_legend(rows: list) -> str:
         return ''
     parts = []
     for method, ks in seen.items():
-        ks = [k for k in ks if k]
+        ks = [k for k in ks if k] if method != 'binomial' else []
+        if method == 'binomial':
+            parts.append(f'binomial, every sample its own ({len(seen[method])} cells)')
+            continue
         span = '' if not ks else f', {min(ks)} clusters' if min(ks) == max(ks) else f', {min(ks)}-{max(ks)} clusters'
         parts.append(f'{method} ({len(ks) or "no"} cells{span})' if ks else method)
     return 'Intervals in this table: ' + '; '.join(parts) + ' (hover a cell for its own).'

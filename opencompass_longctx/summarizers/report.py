@@ -18,8 +18,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import __version__
 from ..tiers import parse_tier, sort_tiers
-from .metrics import NOLIMA_RATIO, RULER_THRESHOLD, effective_length, mean_with_ci, nolima_threshold
+from .metrics import (BOOTSTRAP, MIN_CLUSTERS, NOLIMA_RATIO, RULER_THRESHOLD, effective_length, mean_with_ci,
+                      nolima_threshold)
 from .failures import Failure, find_failures, incomplete_reason
+from .intervals import (Resampler, Unit, cell_interval, combine, effective_intervals, make_unit,
+                        paper_base_by_cluster)
 from .specs import BENCHMARKS, Bench, Cell, bench_by_name, classify
 
 _DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
@@ -132,7 +135,17 @@ def _detail_value(d: dict, key: str):
     return v[0] if isinstance(v, list) and v else v
 
 
-def detail_cell(res: Optional[dict], key: str, value: str) -> Cell:
+def _with_units(cell: Cell, data: Optional[Dict[str, Unit]], key: str, unit) -> Cell:
+    """The cell read from one dataset unit (registered in ``data`` for its interval and the resampling)."""
+    if data is not None:
+        data[key] = unit()
+        cell.units = {key: 1.0}
+        cell.ci95, cell.clusters, cell.ci_method = cell_interval(cell.score, cell.units, data)
+    return cell
+
+
+def detail_cell(res: Optional[dict], key: str, value: str, bench: Optional[Bench] = None, task: str = '',
+                data: Optional[Dict[str, Unit]] = None, unit_key: str = '') -> Cell:
     """Accuracy over the per-sample details whose ``key`` equals ``value`` (over-length ones left out)."""
     if not res or 'error' in res or not res.get('details'):
         return Cell(status='missing', reason='no per-sample details')
@@ -141,7 +154,9 @@ def detail_cell(res: Optional[dict], key: str, value: str) -> Cell:
     if not hits:
         return Cell(status='missing', reason=f'no sample with {key}={value}')
     mean, ci, n = mean_with_ci([(100.0 * sum(hits) / len(hits), len(hits))])
-    return Cell(score=mean, ci95=ci, n=n)
+    cell = Cell(score=mean, ci95=ci, n=n, ci_method='binomial', clusters=n)
+    return _with_units(cell, data if bench else None, f'{unit_key}|{key}={value}',
+                       lambda: make_unit(bench, res, task, mean, n, keep=(key, value)))
 
 
 def paper_base(bench: Bench, read, model: str, abbrs: Sequence[str]) -> Optional[float]:
@@ -169,7 +184,9 @@ def depth_bins(results: Sequence[Optional[dict]], bins: int = DEPTH_BINS) -> Opt
 
 
 def task_cell(bench: Bench, res: Optional[dict], tier: str, model: ModelInfo, notes: List[str],
-              abbr: str, failure: Optional[Failure] = None) -> Cell:
+              abbr: str, failure: Optional[Failure] = None, data: Optional[Dict[str, Unit]] = None,
+              task: str = '') -> Cell:
+    """One dataset's cell; with ``data``, its samples are registered there as a unit (:mod:`.intervals`)."""
     tier_tokens = parse_tier(tier).tokens(bench.tier_unit)
     if failure is not None and failure.stage in ('infer', 'eval') and failure.log:
         return Cell(status='failed', reason=f'{abbr}: {failure.stage} failed: {failure.reason} (log: {failure.log})')
@@ -193,7 +210,14 @@ def task_cell(bench: Bench, res: Optional[dict], tier: str, model: ModelInfo, no
                      f'{version or "(an older version that did not record it)"}, now {__version__}')
     if bench.metric not in res:
         return Cell(status='missing', reason=f'{abbr}: no {bench.metric!r} in the result')
-    return Cell(score=float(res[bench.metric]), n=n - over, reason=f'{over} over-length' if over else '')
+    cell = Cell(score=float(res[bench.metric]), n=n - over, reason=f'{over} over-length' if over else '')
+
+    def unit():
+        u = make_unit(bench, res, task, cell.score, n - over)
+        if u.note:
+            notes.append(f'{model.abbr}/{abbr}: interval: {u.note}')
+        return u
+    return _with_units(cell, data, f'{tier}|{abbr}', unit)
 
 
 def _bad_status(cells: Sequence[Cell]) -> str:
@@ -201,7 +225,8 @@ def _bad_status(cells: Sequence[Cell]) -> str:
     return next(s for s in ('failed', 'n/a', 'missing') if any(c.status == s for c in cells))
 
 
-def row_cell(row_tasks: Sequence[str], cells: Dict[str, Cell], partial_ok: bool = False) -> Cell:
+def row_cell(row_tasks: Sequence[str], cells: Dict[str, Cell], partial_ok: bool = False,
+             data: Optional[Dict[str, Unit]] = None) -> Cell:
     total = len(row_tasks)
     missing = [t for t in row_tasks if t not in cells]
     if partial_ok and len(missing) < len(row_tasks):
@@ -215,11 +240,20 @@ def row_cell(row_tasks: Sequence[str], cells: Dict[str, Cell], partial_ok: bool 
                                                     f'{t}: {cells[t].reason}' for t in bad
                                                     if cells[t].status == status))
     mean, ci, n = mean_with_ci([(cells[t].score, cells[t].n) for t in row_tasks])
-    return Cell(score=mean, ci95=ci, n=n, tasks={t: cells[t].score for t in row_tasks},
-                cells_used=len(row_tasks), cells_total=total)
+    out = Cell(score=mean, ci95=ci, n=n, tasks={t: cells[t].score for t in row_tasks},
+               cells_used=len(row_tasks), cells_total=total, ci_method='binomial', clusters=n)
+    return _mean_interval(out, [cells[t] for t in row_tasks], data)
 
 
-def rows_mean_cell(parts: Sequence[Cell], names: Sequence[str]) -> Cell:
+def _mean_interval(out: Cell, parts: Sequence[Cell], data: Optional[Dict[str, Unit]]) -> Cell:
+    """The interval of a mean of cells from their units (when every part has them)."""
+    if data is not None and parts and all(c.units for c in parts):
+        out.units = combine([c.units for c in parts])
+        out.ci95, out.clusters, out.ci_method = cell_interval(out.score, out.units, data)
+    return out
+
+
+def rows_mean_cell(parts: Sequence[Cell], names: Sequence[str], data: Optional[Dict[str, Unit]] = None) -> Cell:
     """The mean of other rows of the same tier (e.g. LongBioBench's mean of its three categories)."""
     bad = [(n, c) for n, c in zip(names, parts) if c.status != 'ok']
     if bad:
@@ -227,9 +261,10 @@ def rows_mean_cell(parts: Sequence[Cell], names: Sequence[str]) -> Cell:
     k = len(parts)
     ci = (None if any(c.ci95 is None for c in parts)
           else (sum(c.ci95 ** 2 for c in parts)) ** 0.5 / k)
-    return Cell(score=sum(c.score for c in parts) / k, ci95=ci, n=sum(c.n for c in parts),
-                tasks={n: c.score for n, c in zip(names, parts)},
-                cells_used=sum(c.cells_used for c in parts), cells_total=sum(c.cells_total for c in parts))
+    out = Cell(score=sum(c.score for c in parts) / k, ci95=ci, n=sum(c.n for c in parts),
+               tasks={n: c.score for n, c in zip(names, parts)}, ci_method='binomial', clusters=sum(c.n for c in parts),
+               cells_used=sum(c.cells_used for c in parts), cells_total=sum(c.cells_total for c in parts))
+    return _mean_interval(out, parts, data)
 
 
 INCOMPARABLE = '‡'
@@ -300,9 +335,11 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
             mine = {tier: {task: next((a for a in cands if result(model.abbr, a) is not None),
                                       cands[0]) for task, cands in found[bench.name][tier].items()}
                     for tier in tiers}
+            data: Dict[str, Unit] = {}   # this model's dataset units of the benchmark (:mod:`.intervals`)
             task_cells = {tier: {task: task_cell(bench, result(model.abbr, abbr), tier, model,
-                                                 notes, abbr, failed.get((model.abbr, abbr)))
+                                                 notes, abbr, failed.get((model.abbr, abbr)), data, task)
                                  for task, abbr in mine[tier].items()} for tier in tiers}
+            sampler = Resampler(data, f'{model.abbr}/{bench.name}')
             for tier in tiers:
                 grid = depth_bins([result(model.abbr, a) for a in mine[tier].values()])
                 if grid:
@@ -312,16 +349,17 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
             done: Dict[str, Dict[str, Cell]] = {}
             for row in bench.rows:
                 if row.of_rows:
-                    cells = {tier: rows_mean_cell([done[r][tier] for r in row.of_rows], row.of_rows)
+                    cells = {tier: rows_mean_cell([done[r][tier] for r in row.of_rows], row.of_rows, data)
                              for tier in tiers}
                 elif row.detail_filter:  # a split of one dataset: FAIL or N/A as the dataset, else its details
                     (task,) = row.tasks
                     cells = {tier: (Cell(status='missing', reason=f'not run: {task}') if task not in mine[tier]
                                     else task_cells[tier][task] if task_cells[tier][task].status in ('failed', 'n/a')
-                                    else detail_cell(result(model.abbr, mine[tier][task]), *row.detail_filter))
+                                    else detail_cell(result(model.abbr, mine[tier][task]), *row.detail_filter,
+                                                     bench, task, data, f'{tier}|{mine[tier][task]}'))
                              for tier in tiers}
                 else:
-                    cells = {tier: row_cell(row.tasks, task_cells[tier], row.partial_ok) for tier in tiers}
+                    cells = {tier: row_cell(row.tasks, task_cells[tier], row.partial_ok, data) for tier in tiers}
                     for tier, c in cells.items():
                         if c.cells_used < c.cells_total:
                             left = ', '.join(t for t in row.tasks if t not in c.tasks)
@@ -346,16 +384,22 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
                 series = [(t, cells[t].score if cells[t].status == 'ok' else None) for t in tiers]
                 base_scores = [cells[t].score for t in bench.base_tiers if t in cells and cells[t].status == 'ok']
                 base = max(base_scores) if base_scores else None
+                by_cluster = None
                 if bench.paper_base and len(row.tasks) == 1 and not row.detail_filter:
-                    base = paper_base(bench, result, model.abbr,
-                                      [mine[t][row.tasks[0]] for t in bench.base_tiers
-                                       if t in mine and row.tasks[0] in mine[t]]) or base
+                    base_abbrs = [mine[t][row.tasks[0]] for t in bench.base_tiers if t in mine and row.tasks[0] in mine[t]]
+                    own = paper_base(bench, result, model.abbr, base_abbrs)
+                    if own:
+                        base = own
+                        by_cluster = paper_base_by_cluster(
+                            bench, [(row.tasks[0], (result(model.abbr, a) or {}).get('details') or [])
+                                    for a in base_abbrs], bench.paper_base) or ({}, {})
                 thr = nolima_threshold(base, nolima_ratio)
                 rr.effective = {
                     'nolima': dict(effective_length(series, thr) if thr is not None else
                                    {'contiguous': None, 'raw': None}, base=base, threshold=thr),
                     'ruler': dict(effective_length(series, ruler_threshold), threshold=ruler_threshold),
                 }
+                effective_intervals(rr, tiers, sampler, bench.base_tiers, by_cluster, nolima_ratio)
                 published = ((refs or {}).get('rows', {}).get(row.name) or {}).get(pub_name) if pub_name else None
                 if published:
                     rr.published_name = pub_name
@@ -379,9 +423,14 @@ def _legend(report: dict) -> List[str]:
     return [
         '',
         'How to read this table:',
-        '- A tier column is the score (%) at that context length, ± the half-width of its 95% confidence interval '
-        '(binomial per dataset). A tier is a token budget: 1k = 1000 tokens for BABILong and NoLiMa (NoLiMa counts '
+        '- A tier column is the score (%) at that context length, ± the half-width of its 95% confidence interval. '
+        'A tier is a token budget: 1k = 1000 tokens for BABILong and NoLiMa (NoLiMa counts '
         "in the model's own tokenizer), 1024 for LongBioBench; 250 and 500 are NoLiMa's short lengths.",
+        '- The intervals rest on how each benchmark\'s samples are related: where samples of a cell share text (a '
+        'cluster), the interval is cluster-robust (CR1 over the clusters, Student\'s t with clusters - 1 degrees of '
+        'freedom), and "Samples per cell" says how many clusters it rests on; where every sample stands alone it is '
+        f'binomial (Agresti-Coull). ±? (k clusters): fewer than {MIN_CLUSTERS} clusters, too few for an interval. '
+        + '; '.join(f'{b.name}: {b.relation}' for b in BENCHMARKS if b.name in report['references']) + '.',
         '- N/A: the model cannot hold that tier (the tier is above its max_seq_len, or every prompt was longer than '
         'it can take). N/A is left out of the mean, and it ends an effective-length run.',
         '- -: no result (not run for this model, or its result file cannot be used: the reason is listed below).',
@@ -396,11 +445,32 @@ def _legend(report: dict) -> List[str]:
         'table score >= thr.',
         f'- eff. len (RULER >= {ruler:g}): the same with a fixed threshold of {ruler:g} (RULER: Llama-2-7B\'s score '
         'at 4k).',
+        f'- [lo-hi] after an effective length: its 95% interval, from {BOOTSTRAP} resamples of whole clusters (each '
+        'cluster at every tier at once; the base score recomputed on each resample); shown when it is not the point.',
         '- <X (e.g. <0k, <1k): the first tier, X, already scores below the threshold. An effective length of - : '
         'nothing to judge (no base score, or no result).',
         '- published / measured - published: the authors\' number for the model\'s published counterpart, and the '
         'difference.',
     ]
+
+
+def effective_text(eff: Optional[dict]) -> str:
+    """'16k [8k-32k]': an effective length and its 95% interval in tiers (the interval left out where it is the
+    point itself); '-': nothing to judge. The one form the table, the comparison and the page print."""
+    point = (eff or {}).get('contiguous')
+    if not point:
+        return '-'
+    lo_hi = (eff or {}).get('interval')
+    if not lo_hi or None in tuple(lo_hi)[:2] or list(lo_hi)[:2] == [point, point]:
+        return point
+    return f'{point} [{lo_hi[0]}-{lo_hi[1]}]'
+
+
+def shown_rows(report: dict) -> list:
+    """The tier table's rows, less the (benchmark, row)s where no model has a value at any tier (e.g. NoLiMa's
+    two-hop split of a run with no two-hop sample): they would be a block of '-'."""
+    filled = {(r.bench, r.row) for r in report['rows'] if any(c.status == 'ok' for c in r.cells.values())}
+    return [r for r in report['rows'] if (r.bench, r.row) in filled]
 
 
 def to_markdown(report: dict, with_ci: bool = True) -> str:
@@ -409,14 +479,17 @@ def to_markdown(report: dict, with_ci: bool = True) -> str:
     head = ['model', 'benchmark', 'row'] + tiers + ['mean', 'base (thr)', f'eff. len (NoLiMa {100 * ratio:g}% base)',
                                                     f'eff. len (RULER >= {report["ruler_threshold"]:g})']
     lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
-    for r in report['rows']:
+    shown = shown_rows(report)
+    kept = {id(r) for r in shown}
+    left_out = list(dict.fromkeys(f'{r.bench} {r.row}' for r in report['rows'] if id(r) not in kept))
+    for r in shown:
         eff_n, eff_r = r.effective['nolima'], r.effective['ruler']
         cells = [r.cells[t].text(with_ci) if t in r.cells else '' for t in tiers]
         mean = '-' if r.mean is None else f'{r.mean:.1f}' + ('*' if r.mean_note else '')
         base = ('-' if eff_n['base'] is None else f'{eff_n["base"]:.1f}'
                 + ('' if eff_n['threshold'] is None else f' ({eff_n["threshold"]:.1f})'))
         lines.append('| ' + ' | '.join([r.model, r.bench, r.row] + cells + [
-            mean, base, eff_n['contiguous'] or '-', eff_r['contiguous'] or '-']) + ' |')
+            mean, base, effective_text(eff_n), effective_text(eff_r)]) + ' |')
         if r.published_name:
             pub = [f'{r.published[t]:g}' if t in r.published else '' for t in tiers]
             diff = [f'{r.cells[t].score - r.published[t]:+.1f}' if t in r.published and t in r.cells
@@ -424,11 +497,12 @@ def to_markdown(report: dict, with_ci: bool = True) -> str:
             lines.append('| ' + ' | '.join(['', '', f'published: {r.published_name}'] + pub + [''] * 4) + ' |')
             lines.append('| ' + ' | '.join(['', '', 'measured - published'] + diff + [''] * 4) + ' |')
     out = '\n'.join(lines)
-    counts = [f'{r.model}/{r.bench}/{r.row}/{t}: n={c.n}' for r in report['rows'] for t, c in r.cells.items()
-              if c.status == 'ok']
+    counts = [f'{r.model}/{r.bench}/{r.row}/{t}: n={c.n}' + (f' in {c.clusters} clusters'
+                                                              if c.ci_method == 'clustered' else '')
+              for r in report['rows'] for t, c in r.cells.items() if c.status == 'ok']
     na = [f'{r.model}/{r.bench}/{r.row}/{t}: {c.status.upper()} ({c.reason})' for r in report['rows']
           for t, c in r.cells.items() if c.status in ('n/a', 'missing')]  # FAIL: listed with its exception above
-    foot = []
+    foot = [f'Left out (no value for any model): {", ".join(left_out)}.'] if left_out else []
     if report.get('failures'):
         foot += ['', 'Failed or missing (datasets of the run without a usable result):']
         foot += [f'- {f.line()}' for f in report['failures']]
@@ -447,8 +521,9 @@ def to_markdown(report: dict, with_ci: bool = True) -> str:
         foot += ['', 'Not applicable / missing cells:'] + [f'- {x}' for x in na]
     if report['notes']:
         foot += ['', 'Notes:'] + [f'- {x}' for x in report['notes']]
+    published = {r.bench for r in shown if r.published_name}
     for bench, src in report['references'].items():
-        if src:
+        if src and bench in published:   # only where a model of the table has a published counterpart
             foot.append(f'Published {bench} numbers: {src}.')
     return out + '\n' + '\n'.join(foot) + '\n'
 
@@ -457,7 +532,7 @@ def to_csv(report: dict) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(['model', 'benchmark', 'row', 'tier', 'score', 'ci95', 'n', 'status', 'reason', 'published',
-                'published_name', 'diff', 'cells_used', 'cells_total', 'marks'])
+                'published_name', 'diff', 'cells_used', 'cells_total', 'marks', 'ci_method', 'clusters'])
     for r in report['rows']:
         for t in report['tiers']:
             if t not in r.cells:
@@ -468,13 +543,17 @@ def to_csv(report: dict) -> str:
                         '' if c.ci95 is None else round(c.ci95, 4), c.n, c.status, c.reason,
                         '' if pub is None else pub, r.published_name or '',
                         '' if pub is None or c.score is None else round(c.score - pub, 4),
-                        c.cells_used or '', c.cells_total or '', ' '.join(c.marks)])
+                        c.cells_used or '', c.cells_total or '', ' '.join(c.marks), c.ci_method,
+                        c.clusters if c.status == 'ok' else ''])
     return buf.getvalue()
 
 
 def to_json(report: dict) -> str:
     data = dict(report)
     data['rows'] = [asdict(r) for r in report['rows']]
+    for r in data['rows']:
+        for c in r['cells'].values():
+            c.pop('units', None)   # the resampling's bookkeeping
     data['failures'] = [asdict(f) for f in report.get('failures', [])]
     return json.dumps(data, indent=1, sort_keys=True)
 

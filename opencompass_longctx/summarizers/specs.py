@@ -35,6 +35,14 @@ class Cell:
     cells_used: int = 0         # a row's mean: over how many of the datasets it has (0: not a mean of datasets)
     cells_total: int = 0
     marks: List[str] = field(default_factory=list)   # footnote marks (report['footnotes'] says what each means)
+    ci_method: str = ''         # binomial | clustered (:mod:`.intervals`): how ci95 was made
+    clusters: int = 0           # the independent units the interval rests on (samples, or clusters)
+    units: Dict[str, float] = field(default_factory=dict)  # {dataset unit: weight} (for resampling; not written)
+
+    @property
+    def few_clusters(self) -> bool:
+        """A clustered cell on fewer than ``MIN_CLUSTERS`` clusters: it has no interval, and says so."""
+        return self.ci_method == 'clustered' and self.ci95 is None and self.status == 'ok'
 
     def text(self, with_ci: bool = False) -> str:
         return self._text(with_ci) + ''.join(f' {m}' for m in self.marks)
@@ -46,7 +54,8 @@ class Cell:
             return 'FAIL'
         if self.status == 'missing' or self.score is None:
             return '-'
-        return (f'{self.score:.1f}' + (f' ±{self.ci95:.1f}' if with_ci and self.ci95 is not None else '')
+        return (f'{self.score:.1f}' + (f' ±{self.ci95:.1f}' if with_ci and self.ci95 is not None else
+                                        f' ±? ({self.clusters} clusters)' if with_ci and self.few_clusters else '')
                 + (f' ({self.cells_used}/{self.cells_total})' if self.cells_used < self.cells_total else ''))
 
 

@@ -1,0 +1,223 @@
+"""The tier table's uncertainty: intervals that rest on the benchmark's clusters, and effective-length intervals.
+
+Each benchmark says how its samples are related (``Bench.cluster_keys``, :mod:`opencompass_longctx.faces`). From a
+result's per-sample details this module makes, per dataset (or split of one), its :class:`Unit`: the scored samples
+tallied by cluster (sum of values, count). A table cell is a weighted mean of units (a dataset; the mean of a row's
+datasets; the mean of rows), kept as ``Cell.units`` {unit key: weight}; its interval is the cluster-robust one of
+that mean (:func:`..metrics.clustered_ci`), the binomial one where every cluster holds one sample of the cell.
+
+The effective length's interval resamples whole clusters (the same cluster at every tier and dataset of the
+benchmark draws together, so a story or needle entry that is hard everywhere moves every tier at once), recomputes
+every tier's score and the base score from the resample, then the effective length, and reports the 2.5% and
+97.5% quantiles (:func:`..metrics.effective_interval`). A unit without clusters (a benchmark that declares its
+samples independent, or results that do not name the clusters) is resampled on its own, binomially.
+"""
+import zlib
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .metrics import BOOT_SEED, BOOTSTRAP, clustered_ci, effective_interval, mean_with_ci
+
+HEADLINE_KEY = {'citation': 'citation_hit', 'answer': 'answer_hit'}
+
+
+def detail_value(d: dict, key: str):
+    v = d.get(key)
+    return v[0] if isinstance(v, list) and v else v
+
+
+def value_key(res: dict) -> str:
+    """The per-sample detail key that holds a sample's value in the result's headline metric."""
+    return HEADLINE_KEY.get(detail_value(res, 'headline'), 'correct')
+
+
+@dataclass
+class Unit:
+    """The scored samples of one dataset (or one split of it) for the intervals: its score (percent), its sample
+    count, and {cluster: [sum of values, samples]} (None: no clusters known, the samples are independent)."""
+    score: float
+    n: int
+    tallies: Optional[Dict[str, List[float]]] = None
+    note: str = ''
+
+
+def make_unit(bench, res: Optional[dict], task: str, score: float, n: int,
+              keep: Optional[Tuple[str, str]] = None) -> Unit:
+    """The unit of a result: tallies by the benchmark's clusters when it declares them, the details name them and
+    reproduce the score; else the independent unit of (score, n), with a note saying why when clusters were
+    expected."""
+    if not bench.cluster_keys:
+        return Unit(score, n)
+    details = (res or {}).get('details')
+    if not isinstance(details, list) or not details:
+        return Unit(score, n, note='no per-sample details: samples taken as independent')
+    key = value_key(res)
+    tallies: Dict[str, List[float]] = {}
+    try:
+        for i, d in enumerate(details):
+            if detail_value(d, 'over_length') or (keep and detail_value(d, keep[0]) != keep[1]):
+                continue
+            v = detail_value(d, key)
+            if not isinstance(v, (bool, int, float)):
+                continue
+            t = tallies.setdefault(bench.cluster_of(d, task, i), [0.0, 0])
+            t[0] += float(v)
+            t[1] += 1
+    except KeyError as e:
+        return Unit(score, n, note=f'the per-sample details do not name the clusters ({e.args[0]!r}; results '
+                                   'written by an older version): samples taken as independent')
+    total = sum(t[1] for t in tallies.values())
+    if not total or abs(100 * sum(t[0] for t in tallies.values()) / total - score) > 1e-6:
+        return Unit(score, n, note='the per-sample details do not reproduce the score: samples taken as independent')
+    return Unit(score, total, tallies)
+
+
+def combine(parts: Sequence[Dict[str, float]]) -> Dict[str, float]:
+    """The units of the mean of cells (each a {unit: weight})."""
+    out: Dict[str, float] = {}
+    for p in parts:
+        for u, w in p.items():
+            out[u] = out.get(u, 0.0) + w / len(parts)
+    return out
+
+
+def cell_interval(score: float, units: Dict[str, float], data: Dict[str, Unit]) -> Tuple[Optional[float], int, str]:
+    """(95% half-width or None, clusters, method) of a cell that is the weighted mean ``units`` of ``data``.
+
+    All units clustered: CR1 over the clusters of the cell (a cluster's contribution is the weighted sum of its
+    samples' deviations from their unit's mean). Otherwise the binomial interval of the weighted mean (each
+    unit's Agresti-Coull variance, weighted), as for independent samples, and where every cluster holds one sample
+    of the cell (BABILong's stories within a tier), which is the same case."""
+    us = [(data[u], w) for u, w in units.items()]
+    if us and all(u.tallies for u, _ in us):
+        contrib: Dict[str, float] = {}
+        sizes: Dict[str, int] = {}
+        for u, w in us:
+            mean = sum(s for s, _ in u.tallies.values()) / u.n
+            for c, (s, k) in u.tallies.items():
+                contrib[c] = contrib.get(c, 0.0) + w * (s - k * mean) / u.n
+                sizes[c] = sizes.get(c, 0) + k
+        if max(sizes.values()) > 1:   # else every cluster is one sample of the cell: the binomial case below
+            return clustered_ci(score, list(contrib.values()))
+    half = 0.0
+    for u, w in us:
+        h = mean_with_ci([(u.score, u.n)])[1]
+        if h is None:
+            return None, sum(u.n for u, _ in us), 'binomial'
+        half += (w * h) ** 2
+    return half ** 0.5, sum(u.n for u, _ in us), 'binomial'
+
+
+class Resampler:
+    """Resampled unit scores (``BOOTSTRAP`` x 1, percent) of one model's benchmark: clusters drawn with replacement
+    together across all its units, unclustered units binomially on their own; seeded by the model and benchmark."""
+
+    def __init__(self, data: Dict[str, Unit], seed_text: str, resamples: int = BOOTSTRAP):
+        self.data, self.b, self.seed_text = data, resamples, seed_text
+        self._memo: Dict[str, np.ndarray] = {}
+        self._mult: Optional[np.ndarray] = None
+
+    def _draw(self) -> None:
+        """The resampled clusters, drawn at first use (when every unit of the benchmark is known)."""
+        self.rng = np.random.default_rng([BOOT_SEED, zlib.crc32(self.seed_text.encode())])
+        labels = sorted({c for u in self.data.values() if u.tallies for c in u.tallies})
+        self.index = {c: i for i, c in enumerate(labels)}
+        g = len(labels)
+        # how often each cluster is drawn in each resample (G draws with replacement out of G), 100 resamples at a
+        # time; a count fits a byte (the most drawn of 10^4 clusters is drawn about 7 times)
+        self._mult = np.zeros((self.b, g), dtype=np.uint8)
+        for start in range(0, self.b if g else 0, 100):
+            rows = min(100, self.b - start)
+            draws = self.rng.integers(0, g, (rows, g)) + g * np.arange(rows)[:, None]
+            self._mult[start:start + rows] = np.minimum(np.bincount(draws.ravel(), minlength=rows * g), 255) \
+                .reshape(rows, g)
+
+    @property
+    def mult(self) -> np.ndarray:
+        if self._mult is None:
+            self._draw()
+        return self._mult
+
+    def unit(self, key: str) -> np.ndarray:
+        if key not in self._memo:
+            u = self.data[key]
+            mult = self.mult
+            if u.tallies and all(c in self.index for c in u.tallies):
+                idx = np.array([self.index[c] for c in u.tallies])
+                s = np.array([t[0] for t in u.tallies.values()])
+                k = np.array([t[1] for t in u.tallies.values()], dtype=float)
+                m = mult[:, idx]
+                num, den = m @ s, m @ k
+                with np.errstate(invalid='ignore', divide='ignore'):
+                    self._memo[key] = np.where(den > 0, 100 * num / np.where(den > 0, den, 1), u.score)
+            else:
+                self._memo[key] = 100 * self.rng.binomial(max(u.n, 1), min(max(u.score / 100, 0), 1), self.b) \
+                    / max(u.n, 1)
+        return self._memo[key]
+
+    def cell(self, units: Dict[str, float]) -> np.ndarray:
+        return sum(w * self.unit(u) for u, w in units.items())
+
+    def clusters_weighted(self, values: Dict[str, float], weights: Dict[str, float]) -> Optional[np.ndarray]:
+        """The resampled weighted mean of per-cluster values (e.g. each needle entry's base score), or None when
+        a cluster is not one of the resampled ones."""
+        mult = self.mult
+        if not values or any(c not in self.index for c in values):
+            return None
+        idx = np.array([self.index[c] for c in values])
+        v = np.array(list(values.values()))
+        w = np.array([weights[c] for c in values])
+        m = mult[:, idx] * w
+        den = m.sum(axis=1)
+        with np.errstate(invalid='ignore', divide='ignore'):
+            return np.where(den > 0, (m @ v) / np.where(den > 0, den, 1), np.nan)
+
+
+def paper_base_by_cluster(bench, details_by_task: Sequence[Tuple[str, List[dict]]],
+                          paper_base: Callable) -> Optional[Tuple[Dict[str, float], Dict[str, float]]]:
+    """({cluster: its base score}, {cluster: weight}) of the benchmark's own base over the base tiers' details:
+    the base computed on each cluster's samples alone, weighted by its sample count; None when the clusters are
+    unknown or their weighted mean is not the base over all samples (the base then stays fixed)."""
+    groups: Dict[str, List[dict]] = {}
+    try:
+        for task, details in details_by_task:
+            for i, d in enumerate(details):
+                if not detail_value(d, 'over_length'):
+                    groups.setdefault(bench.cluster_of(d, task, i), []).append(d)
+    except KeyError:
+        return None
+    values, weights = {}, {}
+    for c, ds in groups.items():
+        b = paper_base(ds)
+        if b is None:
+            return None
+        values[c], weights[c] = b, float(len(ds))
+    whole = paper_base([d for _, ds in details_by_task for d in ds])
+    if not values or whole is None:
+        return None
+    mixed = sum(values[c] * weights[c] for c in values) / sum(weights.values())
+    return (values, weights) if abs(mixed - whole) < 1e-6 else None
+
+
+def effective_intervals(rr, tiers: Sequence[str], sampler: Resampler, base_tiers: Sequence[str],
+                        paper_base: Optional[Tuple[Dict[str, float], Dict[str, float]]], ratio: float) -> None:
+    """Put the 95% interval of each effective length into ``rr.effective[kind]['interval']`` ([lo, hi] tier names,
+    '<first' when the first tier fails), from the resampled tier scores and base score of the row ``rr``."""
+    reps = np.full((sampler.b, len(tiers)), np.nan)
+    for j, t in enumerate(tiers):
+        c = rr.cells.get(t)
+        if c is not None and c.status == 'ok' and c.units:
+            reps[:, j] = sampler.cell(c.units)
+    eff_n = rr.effective.get('nolima', {})
+    if eff_n.get('threshold') is not None:
+        base = sampler.clusters_weighted(*paper_base) if paper_base else None
+        if base is None and not paper_base:
+            cols = [j for j, t in enumerate(tiers) if t in base_tiers and not np.isnan(reps[:, j]).all()]
+            base = np.nanmax(reps[:, cols], axis=1) if cols else None
+        thr = ratio * (base if base is not None else eff_n['base'])
+        eff_n['interval'] = effective_interval(reps, tiers, thr)
+    eff_r = rr.effective.get('ruler', {})
+    if eff_r.get('threshold') is not None:
+        eff_r['interval'] = effective_interval(reps, tiers, eff_r['threshold'])
