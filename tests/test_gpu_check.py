@@ -462,6 +462,60 @@ def test_bench_builds_the_leaderboard_row_from_the_checks_own_config(tmp_path, e
     assert entry['matmul_params'] == T.matmul_params(stages.model_config())
 
 
+DOUBLE_SITE = """# every process of the test run: LMDeploy's real pipeline with the engine double (tests/doubles/lmdeploy_double.py)
+import sys
+sys.path.insert(0, {doubles!r})
+import lmdeploy_double
+for obj, name, value in lmdeploy_double.engine_patches():
+    setattr(obj, name, value)
+"""
+
+
+def test_the_command_end_to_end_with_the_engine_double(tmp_path, monkeypatch, engine_double):
+    """``longctx-gpu-check`` from its Python check to its verdict, on LMDeploy's real pipeline with the engine double
+    standing in for TurboMind and the PyTorch engine (both 'available', as on a GPU machine with the full wheel) and
+    a 139 GiB GPU standing in for CUDA: both engines serve all three benchmarks through the real opencompass command,
+    the plan matches the engines, the bench measures, the verdict says what works."""
+    from opencompass_longctx.qwen_tokenizer_dir import build
+    model = tmp_path / 'model'
+    build(str(model))
+    (model / 'config.json').write_text(json.dumps(stages.model_config()))
+    site = tmp_path / 'site'
+    site.mkdir()
+    (site / 'sitecustomize.py').write_text(DOUBLE_SITE.format(doubles=str(REPO / 'tests' / 'doubles')))
+    monkeypatch.setenv('PYTHONPATH', os.pathsep.join([str(site), os.environ.get('PYTHONPATH', '')]))
+    monkeypatch.setenv('CUDA_VISIBLE_DEVICES', '0')
+    checked = environment.check_stack
+
+    def stack(rehearse=False):          # this machine's real stack, with a GPU it does not have
+        info, problems = checked(rehearse=True)
+        return dict(info, gpu='NVIDIA H200', gpu_memory_gib=139.8, gpu_free_gib=139.3, gpus=1), problems
+    monkeypatch.setattr(environment, 'check_stack', stack)
+    config = stages.eval_config
+    monkeypatch.setattr(stages, 'eval_config', lambda *a: config(*a[:-1], 139))
+    bench = T.run_bench
+    monkeypatch.setattr(T, 'run_bench', lambda *a: bench(*a[:-1], 139 * 1024 ** 3))
+    out = tmp_path / 'out'
+    rc = cli.main(['--out', str(out), '--work', str(tmp_path / 'work'), '--model-dir', str(model),
+                   '--tiers', '0k', '--long-tier', '4k'])
+    data = json.loads((out / 'gpu_check.json').read_text())
+    assert rc == 0, data['verdict']
+    assert data['stages']['stack']['engines'] == ['turbomind', 'pytorch']
+    for engine in ('turbomind', 'pytorch'):
+        (band,) = data['stages'][f'opencompass-{engine}']['bands']
+        assert band['backend_engine'] == band['backend_plan'] == engine and band['engine_matches_plan']
+        assert band['predictions'] == band['rows_plan'] and band['engine_prompts'] == band['rows_plan']
+        assert band['token_counts_differ'] == 0 and band['fits_session_len']
+        assert set(band['by_benchmark']) == {'babilong', 'longbio', 'nolima'}
+        assert [p['tokens'] for p in data['stages'][f'bench-{engine}']['prefill']] == [256, 1024, 2048]
+    line = data['verdict']
+    assert line.startswith('VERDICT: works: ') and 'FAILS' not in line
+    assert 'TurboMind through OpenCompass: predictions BABILong' in line and 'NoLiMa' in line
+    assert 'PyTorch engine throughput at 256, 1k, 2k' in line
+    assert any(x.startswith('H200_141GB_TURBOMIND_MEASURED = dict(') for x in data['cost_model_lines'])
+    assert (out / 'eval_gpu_check_turbomind.py').is_file()
+
+
 # ---------------------------------------------------------------------------------------------- LMDeploy's log lines
 def test_engine_log_parsed_from_lmdeploy_reprs():
     from lmdeploy import PytorchEngineConfig
