@@ -99,6 +99,9 @@ def test_gpu_work_of_the_check_runs_in_a_child_process():
     weights run in a spawned child), so the engines find the GPU as free as the plan assumes."""
     assert environment.in_child(os.getpid) != os.getpid()
     assert environment.in_child(environment.check_python, (3, 9, 1)) == environment.check_python((3, 9, 1))
+    # a spawned child of `python -m opencompass_longctx.gpucheck` imports that module as __mp_main__: no second check
+    import runpy
+    runpy.run_module('opencompass_longctx.gpucheck', run_name='__mp_main__')
 
 
 def test_a_cpu_torch_is_named_with_what_to_do(tmp_path):

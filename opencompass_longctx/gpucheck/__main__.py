@@ -2,4 +2,5 @@ import sys
 
 from .cli import main
 
-sys.exit(main())
+if __name__ == '__main__':      # not when multiprocessing's spawn re-imports it as __mp_main__ (environment.in_child)
+    sys.exit(main())
