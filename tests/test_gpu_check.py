@@ -277,7 +277,7 @@ class FailingEngineModel(D.RecordingTurboMindModel):
 '''
 
 
-def _failing_config(tmp_path, tiny, babilong):
+def _failing_config(tmp_path, tiny, babilong, gpu_memory_gib=1.0):
     return f'''from mmengine.config import read_base
 from opencompass.partitioners import NaivePartitioner
 from opencompass.runners import LocalRunner
@@ -292,7 +292,7 @@ with read_base():
 models = [dict(type='failing_double.FailingEngineModel', abbr='double-failing', path={tiny!r},
                meta_template=LONGCTX_META_TEMPLATE, backend='pytorch',
                engine_config=dict(tp=1, session_len=8192, max_batch_size=1), max_seq_len=8192, max_out_len=16,
-               batch_size=1, gpu_memory_gib=1.0, run_cfg=dict(num_gpus=1))]
+               batch_size=1, gpu_memory_gib={gpu_memory_gib}, run_cfg=dict(num_gpus=1))]
 datasets = [dict(BABILONG_BASE[0], tier=t, abbr=f"{{BABILONG_BASE[0]['abbr']}}_{{t}}", path={babilong!r},
                  num_samples=1) for t in ('0k', '1k')]
 infer = dict(partitioner=dict(type=LongCtxPartitioner, bands=['0k', '1k']),
@@ -341,6 +341,23 @@ def test_a_failing_engine_is_reported_with_its_log_tail_and_named_in_the_verdict
     assert "failed tasks (OpenCompass exited 0; the tail of each task's log)" in md
     assert 'raise RuntimeError(\'failing engine double' in md           # the tail itself, with the frame
     assert md.rstrip().splitlines()[-1] == line
+
+
+def test_opencompass_stopping_before_its_tasks_is_the_reason_given(tmp_path, tiny_model_dir, demo_babilong):
+    """The plan finds that no engine fits a 2 MiB GPU: OpenCompass stops (exit 1) before any task, and the verdict
+    gives its exception, not the tasks that never started."""
+    pytest.importorskip('lmdeploy')
+    config = tmp_path / 'work' / 'eval_failing.py'
+    config.parent.mkdir()
+    config.write_text(_failing_config(tmp_path, tiny_model_dir, str(demo_babilong), gpu_memory_gib=0.002))
+    report = R.Report(str(tmp_path / 'out'), 'longctx-gpu-check')
+    entry = report.stage('opencompass-pytorch', stages.stage_opencompass, str(config),
+                         str(tmp_path / 'work' / 'runs-pytorch'), dict(os.environ))
+    assert entry['rc'] == 1 and entry['status'] == 'failed'
+    assert 'RunCheckError: 2 problem(s) found before any task started' in entry['opencompass_error']
+    line = report.finish()
+    assert 'FAILS: PyTorch engine through OpenCompass (opencompass exited with 1: ' in line
+    assert 'RunCheckError: 2 problem(s) found before any task started' in line
 
 
 def test_an_opencompass_run_cut_at_the_stage_limit_still_reports_what_it_did(tmp_path, monkeypatch):

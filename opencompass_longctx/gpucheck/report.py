@@ -205,7 +205,9 @@ def verdict(data: Dict) -> str:
                 works.append(f'{label}: {_served(s)}, engines as planned')
             else:
                 failed = s.get('failed_tasks') or []
-                why = (f"{len(failed)} failed task(s), first {failed[0]['dataset']}: {_first_line(failed[0]['reason'])}"
+                why = (f"opencompass exited with {s.get('rc')}: {_first_line(s['opencompass_error'], 300)}"
+                       if s.get('opencompass_error') else
+                       f"{len(failed)} failed task(s), first {failed[0]['dataset']}: {_first_line(failed[0]['reason'])}"
                        if failed else _first_line(s.get('error')))
                 fails.append(f'{label} ({why}; {_served(s)})')
         elif k == 'bench':

@@ -292,7 +292,12 @@ def stage_opencompass(rec, config_path: str, work_dir: str, env: Dict, rehearse:
     out.update(fails)
     out.update(judge_run(out, rehearse))
     if out['status'] == 'failed' and rc != 0:
-        out['error'] = f"opencompass exited with {rc}; {out['error']}; the tail of {log}:\n" + tail(log, 40)
+        from ..summarizers.failures import last_exception
+        exc = last_exception(tail(log, 400, 64000))
+        if exc:         # OpenCompass itself stopped (e.g. the plan's problems): that, not the tasks it never ran
+            out['opencompass_error'] = exc
+        out['error'] = (f"opencompass exited with {rc}" + (f': {exc}' if exc else '') + f"; {out['error']}; the tail "
+                        f"of {log}:\n" + tail(log, 40))
     return out
 
 
