@@ -245,6 +245,20 @@ def test_gpu_names_map_to_the_cost_models_gpus():
     assert T.gpu_key('NVIDIA A100-SXM4-40GB') is None and T.gpu_key('NVIDIA L4') is None
 
 
+def test_a_gpu_not_in_the_table_is_planned_for_its_own_memory(capsys):
+    args, _, _ = cli.parse(['--peak-tflops', '362', '--hbm-tbps', '2.0'])
+    l40 = cli._gpu(args, {'gpu': 'NVIDIA L40S', 'gpu_memory_gib': 44.4})
+    assert l40['key'] == 'this-gpu' and (l40['peak'], l40['hbm']) == (362, 2.0)
+    assert l40['gpus']['this-gpu']['visible_memory_gib'] == 44.4 and 'as given' in l40['gpus']['this-gpu']['source']
+    bare = cli._gpu(cli.parse([])[0], {'gpu': 'NVIDIA L40S', 'gpu_memory_gib': 44.4})
+    assert bare['peak'] is None and 'mean nothing' in bare['gpus']['this-gpu']['source']
+    h200 = cli._gpu(cli.parse([])[0], {'gpu': 'NVIDIA H200', 'gpu_memory_gib': 139.8})
+    assert (h200['key'], h200['gpus'], h200['peak'], h200['hbm']) == ('H200-141GB', None, 989, 4.8)
+    with pytest.raises(SystemExit):
+        cli.parse(['--gpu', 'H300'])
+    assert "--gpu: 'H300' is not in tables/cost_model.py GPUS" in capsys.readouterr().err
+
+
 def test_bench_engine_fits_what_the_gpu_holds():
     weights = 15.23e9
     big = T.bench_engine(QWEN7B, weights, 139 * 1024 ** 3, 64, 'pytorch')

@@ -58,6 +58,11 @@ def parse(argv=None):
         if k not in LIMITS or not v.isdigit():
             ap.error(f'--limits: {item!r} is not KIND=SECONDS with a kind of {sorted(LIMITS)}')
         limits[k] = int(v)
+    if args.gpu:
+        from ..tables.cost_model import GPUS
+        if args.gpu not in GPUS:
+            ap.error(f'--gpu: {args.gpu!r} is not in tables/cost_model.py GPUS ({", ".join(GPUS)}); for another GPU '
+                     'leave --gpu out and give --peak-tflops and --hbm-tbps')
     for e in args.engines.split(','):
         if args.engines != 'auto' and e not in ('turbomind', 'pytorch'):
             ap.error(f"--engines: {e!r} is not turbomind or pytorch (or give 'auto')")
@@ -88,7 +93,9 @@ def _gpu(args, info: Dict) -> Dict:
     # not in the table: plan for what CUDA reports; peak figures only where given (else no MFU is computed)
     entry = dict(memory_gib=round(total), visible_memory_gib=total, bf16_tflops=args.peak_tflops or 1.0,
                  hbm_tbps=args.hbm_tbps or 1.0, source=f"{info.get('gpu')}: total memory as CUDA reports it; "
-                 + ('peak figures as given' if args.peak_tflops else 'no peak figures (times not estimated)'))
+                 + ('peak figures as given' if args.peak_tflops and args.hbm_tbps else
+                    'placeholder peak figures (1 TFLOPS, 1 TB/s): the plan\'s times mean nothing; give --peak-tflops '
+                    'and --hbm-tbps'))
     return dict(key='this-gpu', gpus={'this-gpu': entry}, peak=args.peak_tflops, hbm=args.hbm_tbps)
 
 
