@@ -180,3 +180,15 @@ def test_a_failing_dataset_is_in_the_table_and_fails_the_run_on_request(tmp_path
     assert [(f['dataset'], f['stage']) for f in report['failures']] == [('longbio_no_such_cell_0k', 'infer'),
                                                                         ('longbio_calculation_0k', 'infer')]
     LongCtxSummarizer(dumped, plots=False, fail_on_missing=False).summarize(time_str='again')  # the option wins
+
+
+def test_the_failure_of_a_model_with_a_slash_in_its_abbr_names_its_nested_log(tmp_path):
+    """OpenCompass nests `org/model` as logs/infer/org/model/: the task's log is found there (before: one folder deep
+    only, so the task line of a grouped task was never read and the second dataset had no log)."""
+    run = str(tmp_path)
+    _write(f'{run}/logs/infer/org/model/a_1k.out', TRACEBACK.replace('m/a_1k,m/b_1k', 'org/model/a_1k,org/model/b_1k'))
+    fails = {f.dataset: f for f in find_failures(run, [('org/model', 'a_1k'), ('org/model', 'b_1k')],
+                                                 Results(run).get)}
+    assert set(fails) == {'a_1k', 'b_1k'}
+    assert all(f.log == f'{run}/logs/infer/org/model/a_1k.out' for f in fails.values()), fails
+    assert fails['a_1k'].stage == 'infer' and 'DataNotFoundError' in fails['a_1k'].reason

@@ -85,7 +85,8 @@ class _Logs:
         from the first line of every infer log (``Task [model/abbr,...]``)."""
         if self._tasks is None:
             self._tasks = {}
-            for path in sorted(glob.glob(os.path.join(self.run, 'logs', 'infer', '*', '*.out'))):
+            # recursive: a model abbr with a slash (org/model) nests its logs as OpenCompass nests its results
+            for path in sorted(glob.glob(os.path.join(self.run, 'logs', 'infer', '**', '*.out'), recursive=True)):
                 m = _TASK.search(_read(path, tail=False))
                 entries = m.group(1).split(',') if m else []
                 for i, entry in enumerate(entries):

@@ -231,6 +231,9 @@ def row_cell(row_tasks: Sequence[str], cells: Dict[str, Cell], partial_ok: bool 
     missing = [t for t in row_tasks if t not in cells]
     if partial_ok and len(missing) < len(row_tasks):
         row_tasks, missing = [t for t in row_tasks if t in cells], []
+    if missing and len(missing) < total:   # some of the row's datasets ran at this tier: say which did not
+        return Cell(status='missing', reason=f'not run at this tier: {", ".join(missing)}',
+                    cells_used=total - len(missing), cells_total=total)
     if missing:
         return Cell(status='missing', reason=f'not run: {", ".join(missing)}')
     bad = [t for t in row_tasks if cells[t].status != 'ok']
@@ -347,6 +350,7 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
             refs = load_references(bench.name)
             pub_name = aliases.get(bench.name, {}).get(model.abbr)
             done: Dict[str, Dict[str, Cell]] = {}
+            shown_tasks: set = set()
             for row in bench.rows:
                 if row.of_rows:
                     cells = {tier: rows_mean_cell([done[r][tier] for r in row.of_rows], row.of_rows, data)
@@ -360,11 +364,15 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
                              for tier in tiers}
                 else:
                     cells = {tier: row_cell(row.tasks, task_cells[tier], row.partial_ok, data) for tier in tiers}
-                    for tier, c in cells.items():
-                        if c.cells_used < c.cells_total:
-                            left = ', '.join(t for t in row.tasks if t not in c.tasks)
-                            partial[f'{bench.name} {row.name} at {tier}: the mean of {c.cells_used} of its '
-                                    f'{c.cells_total} cells (not run at this tier: {left})'] = None
+                row_partial = []
+                for tier, c in cells.items():
+                    if not row.of_rows and not row.detail_filter and c.cells_used < c.cells_total:
+                        left = ', '.join(t for t in row.tasks if t not in mine[tier])
+                        row_partial.append(f'{bench.name} {row.name} at {tier}: ' + (
+                            f'the mean of {c.cells_used} of its {c.cells_total} cells (not run at this tier: '
+                            f'{left})' if c.status == 'ok' else
+                            f'{c.cells_used} of its {c.cells_total} datasets were run (not run at this tier: '
+                            f'{left}); the row is the mean of all of them, so it has no score there'))
                 done[row.name] = cells
                 row_tasks = row_task_names(bench, row)
                 for tier, c in cells.items():
@@ -373,8 +381,12 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
                     if why and c.status == 'ok' and INCOMPARABLE not in c.marks:
                         c.marks.append(INCOMPARABLE)
                         footnotes.update(dict.fromkeys(why))
-                if all(c.status == 'missing' and c.reason.startswith('not run') for c in cells.values()):
-                    continue  # the run has no dataset of this row at any tier
+                present = {t for tier in tiers for t in row_tasks if t in mine[tier]}
+                if (all(c.status == 'missing' and c.reason.startswith('not run') for c in cells.values())
+                        and present <= shown_tasks):
+                    continue  # the run has no dataset of this row at any tier, or an earlier row shows them all
+                shown_tasks |= present
+                partial.update(dict.fromkeys(row_partial))
                 ok = [c.score for c in cells.values() if c.status == 'ok']
                 rr = RowResult(model.abbr, bench.name, row.name, cells, datasets={
                                    t: {k: a for k, a in mine[t].items() if k in row_tasks} for t in tiers},
@@ -467,9 +479,10 @@ def effective_text(eff: Optional[dict]) -> str:
 
 
 def shown_rows(report: dict) -> list:
-    """The tier table's rows, less the (benchmark, row)s where no model has a value at any tier (e.g. NoLiMa's
+    """The tier table's rows, less the (benchmark, row)s where no model has anything at any tier (e.g. NoLiMa's
     two-hop split of a run with no two-hop sample): they would be a block of '-'."""
-    filled = {(r.bench, r.row) for r in report['rows'] if any(c.status == 'ok' for c in r.cells.values())}
+    filled = {(r.bench, r.row) for r in report['rows']   # a FAIL, an N/A or a partial '- (2/5)' stays
+              if any(c.status != 'missing' or c.cells_used for c in r.cells.values())}
     return [r for r in report['rows'] if (r.bench, r.row) in filled]
 
 

@@ -52,6 +52,8 @@ class Cell:
             return 'N/A'
         if self.status == 'failed':
             return 'FAIL'
+        if self.status == 'missing' and 0 < self.cells_used < self.cells_total:
+            return f'- ({self.cells_used}/{self.cells_total})'   # some of the row's datasets were not run
         if self.status == 'missing' or self.score is None:
             return '-'
         return (f'{self.score:.1f}' + (f' ±{self.ci95:.1f}' if with_ci and self.ci95 is not None else
