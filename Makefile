@@ -49,11 +49,12 @@ define step
 	@set -o pipefail; SECONDS=0; { $(2); } || { rc=$$?; $(if $(4),$(4);) printf '\nmake: step "%s" failed (exit status %s)\n  command: %s\n  try:     %s\n' $(call quote,$(1)) "$$rc" $(call quote,$(2)) $(call quote,$(3)) >&2; exit $$rc; }; printf '    (make %s: %s s)\n' $(call quote,$(1)) "$$SECONDS"
 endef
 
-.PHONY: help demo test venv torch install lmdeploy smollm2 system-deps gpu-install gpu-check clean FORCE
+.PHONY: help demo test test-fast venv torch install lmdeploy smollm2 system-deps gpu-install gpu-check clean FORCE
 
 help:
 	@echo 'make demo         set up .venv and run the CPU demo (prints where its tier table and plots are)'
 	@echo 'make test         set up .venv, LMDeploy config classes, SmolLM2, system packages; run the tests'
+	@echo 'make test-fast    the unit tests only (no opencompass process, browser or Slurm): the loop while working'
 	@echo 'make gpu-install  a GPU machine: $(GPU_VENV) with LMDeploy 0.18.0 and torch 2.10.0 (one CUDA 12.8 stack)'
 	@echo 'make gpu-check    a GPU machine: longctx-gpu-check in $(GPU_VENV); report in $(GPU_CHECK_OUT), last line the verdict'
 	@echo 'set-up steps:     make venv | torch | install | lmdeploy | smollm2 | system-deps    (make clean: remove .venv and .lmdeploy)'
@@ -141,6 +142,11 @@ demo: $(STAMP_INSTALL)
 
 test: $(STAMP_INSTALL) lmdeploy smollm2 system-deps
 	$(call step,test,$(ACTIVATE) python -m pytest -q tests$(if $(strip $(PYTEST_ARGS)), $(PYTEST_ARGS)),rerun only what failed: make test PYTEST_ARGS="--lf -x")
+
+# The unit tests only (no process of the real pipeline, no browser, no Slurm: tests/conftest.py marks them from
+# what they do), for the loop while working; make test and CI run everything.
+test-fast: $(STAMP_INSTALL) lmdeploy
+	$(call step,test-fast,$(ACTIVATE) python -m pytest -q -m "not e2e and not browser and not slurm" tests$(if $(strip $(PYTEST_ARGS)), $(PYTEST_ARGS)),the whole suite: make test)
 
 clean:
 	rm -rf $(VENV) $(LMDEPLOY_DIR)

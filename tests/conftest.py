@@ -86,3 +86,54 @@ def assert_clean_logs(run_dir):
     for log in logs:
         text = open(log, encoding='utf-8', errors='replace').read()
         assert 'Traceback' not in text, f'{log}:\n{text[-3000:]}'
+
+
+# ---------------------------------------------------------------------------------------------- markers
+# `make test-fast` runs the unit tests only (pytest -m "not e2e and not browser and not slurm"); `make test` and CI
+# run everything. A test is marked from what it does, read from its own source and its fixtures' (so a new test
+# is marked without anyone remembering to): e2e when it or a fixture it uses starts a process (the real
+# `opencompass`, `longctx-report`, pip, make), browser when it drives Chromium, slurm when it needs the cluster.
+_MARKS = {
+    'e2e': ('run_opencompass', 'subprocess', 'Popen', 'report_cli', 'check_call', 'check_output'),
+    'browser': ('need_chromium', 'screenshot('),
+    'slurm': ('slurm_cluster', 'sbatch'),
+}
+_SOURCE_MEMO: dict = {}
+
+
+def _source(func, depth: int = 3) -> str:
+    """The source of ``func`` and of the functions of this test tree it calls (by name, ``depth`` calls deep)."""
+    import inspect
+    import re
+    key = (func, depth)
+    if key not in _SOURCE_MEMO:
+        _SOURCE_MEMO[key] = ''   # a recursion guard
+        try:
+            text = inspect.getsource(func)
+        except (OSError, TypeError):
+            text = ''
+        if depth:
+            scope = getattr(func, '__globals__', {})
+            for name in set(re.findall(r'\b([A-Za-z_]\w*)\(', text)):
+                f = scope.get(name)
+                if inspect.isfunction(f) and str(REPO / 'tests') in (inspect.getsourcefile(f) or ''):
+                    text += _source(f, depth - 1)
+        _SOURCE_MEMO[key] = text
+    return _SOURCE_MEMO[key]
+
+
+def pytest_configure(config):
+    config.addinivalue_line('markers', 'e2e: starts a process of the real pipeline (opencompass, longctx-report, pip)')
+    config.addinivalue_line('markers', 'browser: drives a headless Chromium')
+    config.addinivalue_line('markers', 'slurm: needs the test Slurm cluster')
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        funcs = [getattr(item, 'function', None)]
+        for defs in getattr(getattr(item, '_fixtureinfo', None), 'name2fixturedefs', {}).values():
+            funcs += [d.func for d in defs]
+        text = ''.join(_source(f) for f in funcs if f is not None)
+        for mark, words in _MARKS.items():
+            if any(w in text for w in words):
+                item.add_marker(mark)

@@ -481,8 +481,8 @@ def effective_text(eff: Optional[dict]) -> str:
 def shown_rows(report: dict) -> list:
     """The tier table's rows, less the (benchmark, row)s where no model has anything at any tier (e.g. NoLiMa's
     two-hop split of a run with no two-hop sample): they would be a block of '-'."""
-    filled = {(r.bench, r.row) for r in report['rows']   # a FAIL, an N/A or a partial '- (2/5)' stays
-              if any(c.status != 'missing' or c.cells_used for c in r.cells.values())}
+    filled = {(r.bench, r.row) for r in report['rows']   # a score, a FAIL or a partial '- (2/5)' keeps the row
+              if any(c.status in ('ok', 'failed') or c.cells_used for c in r.cells.values())}
     return [r for r in report['rows'] if (r.bench, r.row) in filled]
 
 

@@ -57,7 +57,8 @@ class Cell:
         if self.status == 'missing' or self.score is None:
             return '-'
         return (f'{self.score:.1f}' + (f' ±{self.ci95:.1f}' if with_ci and self.ci95 is not None else
-                                        f' ±? ({self.clusters} clusters)' if with_ci and self.few_clusters else '')
+                                        f' ±? ({self.clusters} cluster{"s" * (self.clusters != 1)})' if with_ci and self.few_clusters
+                                        else '')
                 + (f' ({self.cells_used}/{self.cells_total})' if self.cells_used < self.cells_total else ''))
 
 
