@@ -118,7 +118,7 @@ system-deps:
 	  printf '\nmake: step "system-deps" failed (exit status %s)\n  command: %s\n  try:     %s\n' "$$rc" "$$cmd" \
 	    "read apt's error above (another apt running? no network?) and run make again" >&2; exit $$rc; }
 
-# ---- a GPU machine (README: GPU install): its own environment, never the CPU one above ----
+# ---- a GPU machine (docs/lmdeploy.md: GPU install): its own environment, never the CPU one above ----
 # The [lmdeploy] extra pins torch 2.10.0, PyPI's CUDA 12.8 build, the CUDA major LMDeploy 0.18.0's wheels are built
 # with; the last step fails when packages of two CUDA majors ended up together (opencompass_longctx.models.cuda_stack).
 GPU_VENV ?= .venv-gpu

@@ -31,7 +31,7 @@ SLURM_FLAG_WARNING = (
     'OpenCompass\'s defaults: LongCtxPartitioner, its plan and its checks are not used (one task per dataset, each '
     'loading its model; a partitioner option such as bands= makes OpenCompass\'s NumWorkerPartitioner fail). Run '
     'without --slurm and set runner=dict(type=SlurmRunner, partition=...) in the config '
-    '(README: "Run it on a Slurm cluster"); -p still sets the partition.')
+    '(docs/cluster-and-resume.md: "Run it on a Slurm cluster"); -p still sets the partition.')
 
 SINFO_TIMEOUT_S = 30
 

@@ -73,7 +73,7 @@ def check_available(task: str, tier: Tier, source: Source) -> None:
             f'BABILong ({source.hub_repo}) has no {t} tier; published tiers: {", ".join(tiers)}. '
             'A new tier needs generated data: give babi_dir= (the bAbI v1.2 en-10k directory with '
             'qaN_*_test.txt) and background_dir= (PG19 test books, *.txt) in the dataset config, or set '
-            '$BABI_DIR and $PG19_DIR; see the README, "Add a tier".')
+            '$BABI_DIR and $PG19_DIR; see docs/benchmarks.md, "Add a tier: the details".')
     if n > max_task:
         raise BabilongDataError(
             f'BABILong ({source.hub_repo}) has no {task} at {t}: it holds qa1-qa{max_task} at that tier.')
