@@ -23,6 +23,7 @@ from .metrics import (BOOTSTRAP, MIN_CLUSTERS, NOLIMA_RATIO, RULER_THRESHOLD, ef
 from .failures import Failure, find_failures, incomplete_reason
 from .intervals import (Resampler, Unit, cell_interval, combine, effective_intervals, make_unit,
                         paper_base_by_cluster)
+from .intervals import detail_value as _detail_value   # one reader of OpenCompass's per-sample values
 from .specs import BENCHMARKS, Bench, Cell, bench_by_name, classify
 
 _DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
@@ -128,11 +129,6 @@ class Results:
         if (model, abbr) not in self._memo:
             self._memo[(model, abbr)] = read_result(self.path(model, abbr))
         return self._memo[(model, abbr)]
-
-
-def _detail_value(d: dict, key: str):
-    v = d.get(key)
-    return v[0] if isinstance(v, list) and v else v
 
 
 def _with_units(cell: Cell, data: Optional[Dict[str, Unit]], key: str, unit) -> Cell:
