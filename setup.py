@@ -49,7 +49,7 @@ setup(
         'longctx-babilong-generate=opencompass_longctx.babilong.generator:main',
         'longctx-report=opencompass_longctx.report:main',
         'longctx-smollm2=opencompass_longctx.models.smollm2:main',
-        'longctx-qwen-tokenizer-dir=opencompass_longctx.qwen_tokenizer_dir:main',
+        'longctx-qwen-tokenizer-dir=opencompass_longctx.tokenizer.qwen_dir:main',
         'longctx-gpu-check=opencompass_longctx.gpucheck.cli:main',
     ]},
 )

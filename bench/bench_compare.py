@@ -15,7 +15,6 @@ import time
 import numpy as np
 
 from opencompass_longctx.summarizers import paired_tests as stats
-
 ENTRIES, PER_ENTRY = 58, 130
 
 

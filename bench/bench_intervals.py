@@ -17,9 +17,8 @@ import time
 
 import numpy as np
 
-from opencompass_longctx.summarizers import report as rp
+from opencompass_longctx.summarizers import table as rp
 from opencompass_longctx.summarizers.metrics import cluster_contributions, cluster_halfwidth, mean_with_ci
-
 ENTRIES, PER_ENTRY = 58, 130
 
 

@@ -10,7 +10,7 @@ Each measurement runs in a fresh process (as OpenCompass builds every dataset in
      vocabulary), median over several samples after a warm-up sample, next to the time of one encode of the
      same sample's text (system, user, assistant prefix) with the same tokenizer, in the same process;
   2. per-sample generation time at 128k with a Qwen2.5 Hugging Face tokenizer directory (written offline by
-     ``opencompass_longctx.qwen_tokenizer_dir``; counted through its exact tiktoken twin, the final length check
+     ``opencompass_longctx.tokenizer.qwen_dir``; counted through its exact tiktoken twin, the final length check
      included), next to one encode of the sample's text by the Hugging Face tokenizer itself;
   3. the first build of one cell at 1m with --samples samples through the dataset loader (generation + cache
      write), its peak memory, and the reload of the same cached tier in a new process;
@@ -62,7 +62,7 @@ RESULT = rows
 
 def per_sample(tier, cell, mode, k, tokenizer=None):
     setup = ('from opencompass_longctx.longbio.generator import Generator, make_spec\n'
-             'from opencompass_longctx.tokenization import get_tokenizer')
+             'from opencompass_longctx.tokenizer.counting import get_tokenizer')
     body = f'TIER, CELL, MODE, K, TOKENIZER = {tier!r}, {cell!r}, {mode!r}, {k}, {tokenizer!r}\n' + PER_SAMPLE
     return measure(setup, body, {'LONGCTX_PROGRESS': '0'})['result']
 
@@ -97,7 +97,7 @@ def main(argv=None):
                                  f'{r["enc"]:.3f} s; ratio {r["gen"] / r["enc"]:.2f} (worst sample '
                                  f'{r["ratio_max"]:.2f})'))
 
-        from opencompass_longctx.qwen_tokenizer_dir import build
+        from opencompass_longctx.tokenizer.qwen_dir import build
         hf_dir = os.path.join(work, 'qwen2.5-tokenizer')
         if not os.path.isfile(os.path.join(hf_dir, 'tokenizer.json')):
             build(hf_dir)

@@ -6,7 +6,7 @@ cached rebuild, num_proc=1 vs 2, peak memory, and the per-sample cost against th
 
 Writes the project's stand-in NoLiMa data (the licensed data is not needed): the 58-pair main set and five
 books of ``--book-tokens`` tokens. Lengths are counted in ``--tokenizer``: ``qwen`` (default) is a Qwen2.5
-Hugging Face tokenizer directory written offline by ``opencompass_longctx.qwen_tokenizer_dir`` (read through
+Hugging Face tokenizer directory written offline by ``opencompass_longctx.tokenizer.qwen_dir`` (read through
 its exact tiktoken twin), or give ``default`` (tiktoken:cl100k_base) or any tokenizer name. Then, each in a
 fresh process as OpenCompass does (a new process starts with empty in-memory caches):
   1. first build of the tier, with empty caches: tokenise the 5 books (once each), place 7,540 needles,
@@ -45,10 +45,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     from opencompass_longctx.demo import nolima_data
-    from opencompass_longctx.tokenization import get_tokenizer
+    from opencompass_longctx.tokenizer.counting import get_tokenizer
     data_dir = os.path.abspath(args.dir)
     if args.tokenizer == 'qwen':
-        from opencompass_longctx.qwen_tokenizer_dir import build
+        from opencompass_longctx.tokenizer.qwen_dir import build
         tokenizer = os.path.join(data_dir, 'qwen2.5-tokenizer')
         if not os.path.isfile(os.path.join(tokenizer, 'tokenizer.json')):
             build(tokenizer)
@@ -99,7 +99,7 @@ def main(argv=None):
                                                     f'({one["result"]} samples in {one["seconds"]:.2f} s)'))
     # what a worker does before its first row: imports, the tokenizer, the books from the book cache
     startup = measure('', 'from opencompass_longctx.nolima import haystack as hs\n'
-                          'from opencompass_longctx.tokenization import get_tokenizer\n'
+                          'from opencompass_longctx.tokenizer.counting import get_tokenizer\n'
                           f'tok = get_tokenizer({tokenizer!r}); tok.count("load the engine")\n'
                           f'[hs.load_book(b, tok) for b in {books!r}]', env)['cpu_s']
     rows.append(('build worker start-up (imports, tokenizer, books)', f'{startup:.2f} CPU-s'))

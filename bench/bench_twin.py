@@ -3,7 +3,7 @@
     python bench/bench_twin.py [--hf-dir DIR] [--mb 2] [--json bench/results/twin.json]
 
 Without ``--hf-dir`` a Qwen2.5-style tokenizer directory is written from ``qwen.tiktoken``
-(``opencompass_longctx.qwen_tokenizer_dir``). The text is LongBioBench-like English biographies plus the
+(``opencompass_longctx.tokenizer.qwen_dir``). The text is LongBioBench-like English biographies plus the
 multilingual prompts shipped with OpenCompass, about ``--mb`` MB. Each measurement runs in a fresh process:
 loading (HF alone; HF + twin with its probe check) and encoding the text once (HF; twin; ``tiktoken:qwen2``).
 """
@@ -33,10 +33,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
     hf_dir = args.hf_dir
     if hf_dir is None:
-        from opencompass_longctx.qwen_tokenizer_dir import build
+        from opencompass_longctx.tokenizer.qwen_dir import build
         hf_dir = build(os.path.join(tempfile.mkdtemp(prefix='longctx-qwen-'), 'qwen2.5'))
     setup = ('import warnings; warnings.simplefilter("ignore"); import transformers, tiktoken; '
-             'from opencompass_longctx.tokenization import get_tokenizer\n' + TEXT.format(mb=args.mb))
+             'from opencompass_longctx.tokenizer.counting import get_tokenizer\n' + TEXT.format(mb=args.mb))
     d = repr(os.path.abspath(hf_dir))
     load_hf = measure(setup, f'tok = get_tokenizer({d}, twin=False); RESULT = tok.engine')
     load_twin = measure(setup, f'tok = get_tokenizer({d}); RESULT = tok.engine')

@@ -6,13 +6,12 @@
 # Each model runs the tiers up to its own max_tier (opencompass_longctx/tables/lmdeploy_models.py), NoLiMa in
 # the model's own tokenizer (tokenizer='model': one copy per model, abbr <dataset>@<model>), and LongBioBench
 # cells that no longer fit a tier after reserve_tokens are left out: LongCtxPartitioner does it
-# (opencompass_longctx/selection.py) and the plan lists what it left out.
+# (opencompass_longctx/combinations.py) and the plan lists what it left out.
 from mmengine.config import read_base
 from opencompass.runners import LocalRunner
 
-from opencompass_longctx.partitioner import LongCtxEvalPartitioner, LongCtxPartitioner
-from opencompass_longctx.tasks import LongCtxEvalTask, LongCtxInferTask
-
+from opencompass_longctx.run.partitioner import LongCtxEvalPartitioner, LongCtxPartitioner
+from opencompass_longctx.run.tasks import LongCtxEvalTask, LongCtxInferTask
 with read_base():
     from opencompass_longctx.tables.tier_table import TIERS
     from opencompass_longctx.configs.datasets.babilong.babilong_0k_gen import babilong_datasets as babilong_0k
@@ -40,7 +39,6 @@ with read_base():
     from opencompass_longctx.configs.datasets.nolima.nolima_32k_gen import nolima_datasets as nolima_32k
     from opencompass_longctx.configs.models.lmdeploy_longctx import lmdeploy_longctx_models
     from opencompass_longctx.configs.summarizers.longctx import summarizer
-
 # The models to compare (abbrs from opencompass_longctx/tables/lmdeploy_models.py): the open long-context
 # models compared today, one of each architecture the planner sizes differently, and the dense reference all three
 # benchmarks' papers report: Qwen3-30B-A3B-Instruct-2507 (MoE, 256k native), Qwen3-Next-80B-A3B-Instruct (Gated

@@ -10,9 +10,8 @@ from opencompass.partitioners import NaivePartitioner
 from opencompass.runners import LocalRunner
 
 from opencompass_longctx.demo.datasets import DemoBabilongDataset, DemoNoLiMaDataset
-from opencompass_longctx.partitioner import LongCtxPartitioner
-from opencompass_longctx.tasks import LongCtxEvalTask, LongCtxInferTask
-
+from opencompass_longctx.run.partitioner import LongCtxPartitioner
+from opencompass_longctx.run.tasks import LongCtxEvalTask, LongCtxInferTask
 with read_base():
     from opencompass_longctx.configs.datasets.babilong.babilong_0k_gen import babilong_datasets as babilong_0k
     from opencompass_longctx.configs.datasets.babilong.babilong_1k_gen import babilong_datasets as babilong_1k
@@ -23,7 +22,6 @@ with read_base():
     from opencompass_longctx.configs.datasets.nolima.nolima_500_gen import nolima_datasets as nolima_500
     from opencompass_longctx.configs.models.longctx_tiny_chat import models
     from opencompass_longctx.configs.summarizers.longctx import summarizer
-
 # Relative to the directory opencompass is run from (no `import os` here: a module object in a top-level
 # config cannot be dumped by OpenCompass).
 DEMO_DIR = 'outputs/longctx_demo'

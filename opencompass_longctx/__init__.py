@@ -5,6 +5,5 @@ modules that OpenCompass itself loads.
 """
 __version__ = '0.1.0'
 
-from .cluster import warn_if_slurm_flag
-
+from opencompass_longctx.run.cluster import warn_if_slurm_flag
 warn_if_slurm_flag()   # `opencompass --slurm` drops LongCtxPartitioner and its plan: say so (cheap: reads sys.argv)

@@ -33,9 +33,8 @@ import tempfile
 import time
 from typing import Callable, Dict, Iterable, Iterator, Optional
 
-from . import __version__
-from .util import atomic_write_text, json_default, make_like_normal_file, sha256_file
-
+from opencompass_longctx import __version__
+from opencompass_longctx.util import atomic_write_text, json_default, make_like_normal_file, sha256_file
 try:
     import fcntl
 except ImportError:  # not a POSIX system: stale temporary directories are recognised by age only
@@ -337,7 +336,7 @@ def read_table(path: str):
     is read in order."""
     import pyarrow as pa
     from concurrent.futures import ThreadPoolExecutor
-    from .parallel import available_cores
+    from opencompass_longctx.parallel import available_cores
     with open(path, 'rb') as f:
         is_file = f.read(6) == b'ARROW1'
     if not is_file:

@@ -1,6 +1,6 @@
 """Prompts longer than the model can hold: never truncated silently.
 
-``LongCtxGenInferencer`` (see :mod:`opencompass_longctx.inferencer`) does not send such a prompt to the model
+``LongCtxGenInferencer`` (see :mod:`opencompass_longctx.run.inferencer`) does not send such a prompt to the model
 and records :data:`OVER_LENGTH` as its prediction. Every evaluator of this package leaves those samples out of
 its score and counts them (``counts['over_length']``); the summarizer shows a tier whose samples are all
 over-length as N/A, never 0. Another evaluator would see the marker as a wrong answer, never as a right one.

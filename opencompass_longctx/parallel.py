@@ -90,7 +90,7 @@ def same_tokenizer(tok, fingerprint: str):
     """In a worker: the parent's tokenizer (a Tokenizer pickles as its name and is loaded again there) must
     have the parent's fingerprint."""
     if tok.fingerprint != fingerprint:
-        from .tokenization import TokenizerError
+        from opencompass_longctx.tokenizer.counting import TokenizerError
         raise TokenizerError(f'tokenizer {tok.name!r} loads differently in a build worker (fingerprint '
                              f'{tok.fingerprint[:12]}, expected {fingerprint[:12]}): did its files change during '
                              'the build?')

@@ -1,11 +1,11 @@
 """Decoding budgets for a model that thinks before it answers (a model row's ``thinks=True``, e.g. gpt-oss).
 
 A thinking model spends tokens on its trace before the answer: with a benchmark's answer budget (BABILong 20,
-LongBioBench 50 per needle, NoLiMa 192) it is cut off mid-thought and scored on nothing. Each benchmark's face
-says how its budget grows (``BenchmarkFace.thinking_budget``), so that the rule for a benchmark lives in its room:
+LongBioBench 50 per needle, NoLiMa 192) it is cut off mid-thought and scored on nothing. Each benchmark's spec
+says how its budget grows (``BenchmarkSpec.thinking_budget``), so that the rule for a benchmark lives in its room:
 
 * where the authors give a rule for reasoning models (NoLiMa: 1536 new tokens for trace plus answer, the trace
-  stripped before scoring), the face returns it under its own faithful mode name (``nolima-reasoning``);
+  stripped before scoring), the spec returns it under its own faithful mode name (``nolima-reasoning``);
 * elsewhere (BABILong, LongBioBench: their authors give no such rule) the default, :func:`own_budget`: the
   benchmark's answer budget plus :data:`THINK_TOKENS` for the trace, in the named mode ``longctx-reasoning``,
   NOT the authors' protocol.
@@ -32,14 +32,14 @@ def own_budget(max_out_len: int) -> Tuple[int, str]:
     return int(max_out_len) + THINK_TOKENS, OWN_MODE
 
 
-def for_thinking_model(d: Dict, face) -> Dict:
-    """The dataset config ``d`` as a model that thinks runs it; ``face``: its benchmark's face."""
+def for_thinking_model(d: Dict, spec) -> Dict:
+    """The dataset config ``d`` as a model that thinks runs it; ``spec``: its benchmark's spec."""
     infer = d.get('infer_cfg') or {}
     inferencer = infer.get('inferencer') or {}
     if 'max_out_len' not in inferencer or infer.get('decoding_mode'):
         return d
     out = copy.deepcopy(d)
-    new, mode = face.thinking_budget(int(inferencer['max_out_len']))
+    new, mode = spec.thinking_budget(int(inferencer['max_out_len']))
     out['infer_cfg']['inferencer']['max_out_len'] = new
     out['infer_cfg']['decoding_mode'] = mode
     return out

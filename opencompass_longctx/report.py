@@ -26,8 +26,8 @@ import os
 import sys
 from dataclasses import asdict
 
-from .summarizers.metrics import NOLIMA_RATIO, RULER_THRESHOLD
-from .summarizers.merge import ReportInputError, find_run  # noqa: F401 (find_run: part of this module's API)
+from opencompass_longctx.summarizers.metrics import NOLIMA_RATIO, RULER_THRESHOLD
+from opencompass_longctx.summarizers.merge import ReportInputError, find_run  # noqa: F401 (find_run: part of this module's API)
 
 DEFAULT_MERGED_DIR = os.path.join('outputs', 'longctx_leaderboard')
 
@@ -81,9 +81,9 @@ def run_unplaced(run) -> list:
     tier-table cell reads."""
     from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
 
-    from .selection import SelectionError, combinations_of, resolved_config
-    from .summarizers.placement import unplaced
-    from .summarizers.report import Results
+    from opencompass_longctx.combinations import SelectionError, combinations_of, resolved_config
+    from opencompass_longctx.summarizers.placement import unplaced
+    from opencompass_longctx.summarizers.table import Results
     try:
         cfg = resolved_config(run.cfg)
     except (SelectionError, ValueError):   # (the run itself stopped on it): the datasets as its config lists them
@@ -100,12 +100,12 @@ def _run_allows(run) -> bool:
 
 
 def run_report(args) -> dict:
-    from .summarizers import compare as cmp
-    from .summarizers.merge import build_merged, merge
-    from .summarizers.report import to_markdown, write
+    from opencompass_longctx.summarizers import compare as cmp
+    from opencompass_longctx.summarizers.merge import build_merged, merge
+    from opencompass_longctx.summarizers.table import to_markdown, write
     merged = merge(args.work_dirs, [parse_rename(r) for r in args.renames])
     report = build_merged(merged, args.ruler_threshold, args.nolima_ratio)
-    from .summarizers.placement import section
+    from opencompass_longctx.summarizers.placement import section
     lost = [(u, _run_allows(run)) for run in merged.runs for u in run_unplaced(run)]
     report['unplaced'] = [dict(asdict(u), accepted_by_run=ok) for u, ok in lost]   # (in the JSON)
     models = [m.abbr for m in merged.models]
@@ -135,7 +135,7 @@ def run_report(args) -> dict:
                             'json': _write(os.path.join(out, 'longctx_compare.json'), cmp.to_json(table, board))}
         print(md)
     if not args.no_html:
-        from .summarizers import html
+        from opencompass_longctx.summarizers import html
         paths['html'] = _write(os.path.join(out, 'longctx_leaderboard.html'),
                                html.page(report, table, board, paths.get('plots') or [], args.rank_by))
         if args.screenshot:
@@ -146,8 +146,8 @@ def run_report(args) -> dict:
 
 def main(argv=None):
     args = _args(argv)
-    from .summarizers.longctx import fail_on_missing_enabled, failure_exit
-    from .summarizers.placement import allow_unplaced_enabled, exit_message, stopping
+    from opencompass_longctx.summarizers.longctx import fail_on_missing_enabled, failure_exit
+    from opencompass_longctx.summarizers.placement import allow_unplaced_enabled, exit_message, stopping
     try:
         done = run_report(args)
     except ReportInputError as e:

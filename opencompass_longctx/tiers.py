@@ -24,8 +24,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .tables.tier_table import STANDARD_TIERS
-
+from opencompass_longctx.tables.tier_table import STANDARD_TIERS
 _TIER_RE = re.compile(r'\s*([0-9]+)(?:\.([0-9]+))?\s*([km]?)\s*', re.IGNORECASE | re.ASCII)
 MAX_TIER_TOKENS = 10 ** 12
 ACCEPTED_FORMS = ("a number (ASCII digits, at most 15 after the point) followed by 'k' or 'm' "

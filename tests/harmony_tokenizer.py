@@ -12,10 +12,9 @@ import json
 import os
 import shutil
 
-from opencompass_longctx.qwen_tokenizer_dir import recover_merges
-from opencompass_longctx.tokenization import _TIKTOKEN_FILES, _find_tiktoken_file, read_ranks
-from opencompass_longctx.tokenizer_twin import _bytes_decoder
-
+from opencompass_longctx.tokenizer.qwen_dir import recover_merges
+from opencompass_longctx.tokenizer.counting import _TIKTOKEN_FILES, _find_tiktoken_file, read_ranks
+from opencompass_longctx.tokenizer.tiktoken_equivalent import _bytes_decoder
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIG = os.path.join(HERE, 'data', 'model_configs', 'gpt-oss-20b.json')
 STOP_IDS = [200002, 199999, 200012]     # <|return|>, <|endoftext|>, <|call|>: generation_config.json's eos ids

@@ -8,7 +8,6 @@ import pytest
 
 from conftest import SHARED
 from opencompass_longctx.babilong.conformance import check
-
 DIR = os.environ.get('BABILONG_CONFORMANCE_DIR') or str(SHARED / 'conformance' / 'babilong')
 
 

@@ -7,10 +7,8 @@ import pytest
 from opencompass_longctx.babilong import data as bdata
 from opencompass_longctx.babilong.dataset import load_babilong
 from opencompass_longctx.babilong.scoring import TASK_LABELS
-from opencompass_longctx.sources import DataNotFoundError
+from opencompass_longctx.data_files import DataNotFoundError
 from opencompass_longctx.tiers import TierError, parse_tier
-
-
 def test_loads_hf_json_layout_as_plain_strings(demo_babilong):
     ds = load_babilong(tier='1k', task='qa3', path=str(demo_babilong))
     assert len(ds) == 5

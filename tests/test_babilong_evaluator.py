@@ -4,8 +4,6 @@ from datasets import Dataset
 from opencompass_longctx.babilong.evaluator import BabilongEvaluator
 from opencompass_longctx.babilong.scoring import ScoringError
 from opencompass_longctx.overlength import OVER_LENGTH
-
-
 def test_evaluator_counts_over_length_and_invalid_predictions():
     ts = Dataset.from_dict({'question': ['Where is Mary? '] * 4, 'task': ['qa1'] * 4})
     res = BabilongEvaluator('official').score([OVER_LENGTH, 'kitchen', None, 'garden'], ['kitchen'] * 4, ts)

@@ -9,9 +9,7 @@ from opencompass_longctx.babilong import generator as G
 from opencompass_longctx.babilong.dataset import load_babilong
 from opencompass_longctx.babilong.data import BabilongDataError
 from opencompass_longctx.tiers import parse_tier
-from opencompass_longctx.tokenization import get_tokenizer
-
-
+from opencompass_longctx.tokenizer.counting import get_tokenizer
 def test_parse_babi_one_sample_per_question(babi_inputs):
     stories = G.parse_babi(G.babi_file(babi_inputs[0], 'qa1'))
     assert len(stories) == 40  # 20 stories x 2 questions

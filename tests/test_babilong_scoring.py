@@ -1,8 +1,6 @@
 import pytest
 
 from opencompass_longctx.babilong.scoring import TASK_LABELS, ScoringError, score_many, score_one
-
-
 def ok(pred, target, question, task, mode):
     return score_one(pred, target, question, task, mode)['correct']
 

@@ -3,8 +3,6 @@ import os
 import pytest
 
 from opencompass_longctx.cache import DatasetCache, file_digest, make_key
-
-
 def rows(n, tag='x'):
     for i in range(n):
         yield {'i': i, 'text': f'{tag}-{i}' * 10}

@@ -10,7 +10,6 @@ from mmengine.config import Config
 
 from conftest import REPO, run_opencompass
 from opencompass_longctx.tables.tier_table import STANDARD_TIERS
-
 CONFIGS = REPO / 'opencompass_longctx' / 'configs'   # the one copy; the top-level configs/ links to it
 ALL_CONFIGS = sorted(p for p in glob.glob(str(CONFIGS / '**' / '*.py'), recursive=True)
                      if not os.path.basename(p).startswith('_'))
@@ -111,9 +110,9 @@ def test_leaderboard_example_dry_run(tmp_path):
     proc = run_opencompass([str(REPO / 'examples' / 'eval_longctx.py'), '--dry-run'], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     cfg = Config.fromfile(str(REPO / 'examples' / 'eval_longctx.py'))
-    from opencompass_longctx import selection
+    from opencompass_longctx import combinations
     from opencompass_longctx.tiers import parse_tier
-    combos = selection.expand(selection.combinations_of(cfg))[0]   # each model's datasets, as the partitioner
+    combos = combinations.expand(combinations.combinations_of(cfg))[0]   # each model's datasets, as the partitioner
     assert 'Partitioned into ' in proc.stdout + proc.stderr   # the task plan: tests/test_partitioner.py
     assert {m['abbr'] for c in combos for m in c['models']} == set(cfg['RUN_MODELS'])
     for c in combos:

@@ -11,7 +11,6 @@ import pytest
 
 from conftest import REPO, assert_clean_logs, run_opencompass
 from opencompass_longctx.overlength import OVER_LENGTH
-
 EXAMPLE = REPO / 'examples' / 'eval_longctx_cpu.py'
 # the directory `longctx-smollm2` converts into (README: Install), read before the tests move HOME
 CONVERTED = os.environ.get('LONGCTX_SMOLLM2_DIR') or str(

@@ -1,5 +1,5 @@
 """The leaderboard example as data: examples/eval_longctx.py lists models, datasets, a summarizer and runners,
-and the package works out each model's datasets (opencompass_longctx.selection). Its run is the run the example
+and the package works out each model's datasets (opencompass_longctx.combinations). Its run is the run the example
 made by hand before (tests/configs/leaderboard_by_hand.py): the same plan from two real `opencompass --dry-run`
 runs, and the same datasets per model for the eval stage and the tier table."""
 import glob
@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from mmengine.config import Config
 
-from opencompass_longctx import selection
-
+from opencompass_longctx import combinations
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / 'examples' / 'eval_longctx.py'
 BY_HAND = REPO / 'tests' / 'configs' / 'leaderboard_by_hand.py'
@@ -69,7 +68,7 @@ def test_the_example_plans_the_run_made_by_hand(plans):
 
 def test_eval_stage_and_tier_table_get_the_same_datasets_per_model():
     new, old = Config.fromfile(str(EXAMPLE)), Config.fromfile(str(BY_HAND))
-    expanded, _ = selection.expand(selection.combinations_of(new))
+    expanded, _ = combinations.expand(combinations.combinations_of(new))
     by_hand = old['model_dataset_combinations']
     assert _abbrs(expanded) == _abbrs(by_hand)
     # NoLiMa in the evaluated model's own tokenizer, as by hand
@@ -78,14 +77,14 @@ def test_eval_stage_and_tier_table_get_the_same_datasets_per_model():
         assert all(tok[d['abbr']] == d.get('tokenizer') for d in c_new['datasets'])
     # the summarizer's view of the run: the same datasets and the same expected (model, dataset) pairs
     from opencompass_longctx.summarizers.longctx import table_inputs
-    models_n, abbrs_n, expected_n = table_inputs(selection.resolved_config(new))
+    models_n, abbrs_n, expected_n = table_inputs(combinations.resolved_config(new))
     models_o, abbrs_o, expected_o = table_inputs(old)
     assert models_n == models_o and sorted(expected_n) == sorted(expected_o)
     # the table's datasets: those some model runs (the by-hand list also names datasets no chosen model holds)
     assert sorted(abbrs_n) == sorted({a for _, a in expected_o}) and set(abbrs_n) <= set(abbrs_o)
     # OpenCompass's eval partitioner over the example: one task per the by-hand config's (model, dataset) chunks
     from opencompass.partitioners import NaivePartitioner
-    from opencompass_longctx.partitioner import LongCtxEvalPartitioner
+    from opencompass_longctx.run.partitioner import LongCtxEvalPartitioner
     tasks_n = LongCtxEvalPartitioner(out_dir='/nonexistent', n=100)(dict(new, work_dir='w'))
     tasks_o = NaivePartitioner(out_dir='/nonexistent', n=100)(dict(old, work_dir='w'))
     pairs = [sorted((m['abbr'], d['abbr']) for t in ts for m, ds in zip(t['models'], t['datasets']) for d in ds)
@@ -96,12 +95,12 @@ def test_eval_stage_and_tier_table_get_the_same_datasets_per_model():
 def test_run_options_are_checked_and_kept_from_the_model():
     model = dict(abbr='m', path='/models/m', max_tier='32k', type='X')
     nolima = dict(abbr='nolima_main_4k', tier='4k', tokenizer='model')
-    got, why = selection.for_model(model, nolima)
+    got, why = combinations.for_model(model, nolima)
     assert why == '' and got['tokenizer'] == '/models/m' and got['abbr'] == 'nolima_main_4k@m'
-    assert selection.for_model(model, dict(nolima, tier='64k')) == (None, 'above max_tier 32k')
-    assert selection.for_model(dict(abbr='any'), dict(abbr='b', tier='1m'))[1] == ''   # no max_tier: all tiers
-    with pytest.raises(selection.SelectionError, match="tokenizer='model' needs the model's tokenizer"):
-        selection.for_model(dict(abbr='tiny'), nolima)
-    with pytest.raises(selection.SelectionError, match="max_tier '12q'"):
-        selection.for_model(dict(model, max_tier='12q'), nolima)
-    assert 'max_tier' not in selection.without_run_options(model)
+    assert combinations.for_model(model, dict(nolima, tier='64k')) == (None, 'above max_tier 32k')
+    assert combinations.for_model(dict(abbr='any'), dict(abbr='b', tier='1m'))[1] == ''   # no max_tier: all tiers
+    with pytest.raises(combinations.SelectionError, match="tokenizer='model' needs the model's tokenizer"):
+        combinations.for_model(dict(abbr='tiny'), nolima)
+    with pytest.raises(combinations.SelectionError, match="max_tier '12q'"):
+        combinations.for_model(dict(model, max_tier='12q'), nolima)
+    assert 'max_tier' not in combinations.without_run_options(model)

@@ -11,8 +11,7 @@ import pytest
 from conftest import REPO, run_opencompass
 from opencompass_longctx.summarizers.failures import find_failures, last_exception
 from opencompass_longctx.summarizers.longctx import LongCtxSummarizer, table_inputs
-from opencompass_longctx.summarizers.report import ModelInfo, Results, build, to_markdown
-
+from opencompass_longctx.summarizers.table import ModelInfo, Results, build, to_markdown
 TRACEBACK = '''11/30 20:48:14 - OpenCompass - INFO - Task [m/a_1k,m/b_1k]
 11/30 20:48:14 - OpenCompass - INFO - The Progress of This Task --> Models: 1/1, Datasets: 1/2
 Traceback (most recent call last):
@@ -124,7 +123,6 @@ from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
 from opencompass_longctx.demo.datasets import DemoBabilongDataset
 from opencompass_longctx.demo.rule_reader import BabiRuleReader
-
 with read_base():
     from ..configs.datasets.babilong.babilong_0k_gen import babilong_datasets as b0
     from ..configs.datasets.longbio.longbio_0k_gen import longbio_datasets as l0
@@ -155,7 +153,7 @@ def test_a_failing_dataset_is_in_the_table_and_fails_the_run_on_request(tmp_path
     assert proc.returncode == 0, proc.stderr[-3000:]  # opt-in only: OpenCompass's exit status by default
     (run,) = glob.glob(str(tmp_path / 'out' / '*'))
     log = os.path.join('out', os.path.basename(run), 'logs', 'infer', 'rule-reader', 'longbio_no_such_cell_0k.out')
-    unknown = "opencompass_longctx.longbio.tasks.LongBioConfigError: unknown LongBioBench cell 'no_such_cell'"
+    unknown = "opencompass_longctx.longbio.cells.LongBioConfigError: unknown LongBioBench cell 'no_such_cell'"
     table = proc.stdout[proc.stdout.index('Long-context tier table'):]
     assert f'- rule-reader/longbio_no_such_cell_0k: infer failed: {unknown}' in table and f'(log: {log})' in table
     assert ('- rule-reader/longbio_calculation_0k: infer failed: not reached: its task stopped at '

@@ -6,7 +6,6 @@ from lmdeploy_real import published
 from opencompass_longctx.models import geometry as G
 from opencompass_longctx.models import lmdeploy as L
 from opencompass_longctx.plan import cost as C
-
 MIB, GIB = 2 ** 20, 2 ** 30
 
 

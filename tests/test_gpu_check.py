@@ -17,7 +17,6 @@ import pytest
 
 from conftest import REPO
 from opencompass_longctx.gpucheck import cli, environment, report as R, runlog, stages, throughput as T
-
 sys.path.insert(0, str(REPO / 'bench'))
 import build_gpu_wheelhouse as W  # noqa: E402
 
@@ -296,13 +295,11 @@ def _failing_config(tmp_path, tiny, babilong, gpu_memory_gib=1.0):
 from opencompass.partitioners import NaivePartitioner
 from opencompass.runners import LocalRunner
 
-from opencompass_longctx.partitioner import LongCtxPartitioner
-from opencompass_longctx.tasks import LongCtxEvalTask, LongCtxInferTask
-
+from opencompass_longctx.run.partitioner import LongCtxPartitioner
+from opencompass_longctx.run.tasks import LongCtxEvalTask, LongCtxInferTask
 with read_base():
     from opencompass_longctx.configs.datasets.babilong.babilong_base import BABILONG_BASE
     from opencompass_longctx.configs.meta_template import LONGCTX_META_TEMPLATE
-
 models = [dict(type='failing_double.FailingEngineModel', abbr='double-failing', path={tiny!r},
                meta_template=LONGCTX_META_TEMPLATE, backend='pytorch',
                engine_config=dict(tp=1, session_len=8192, max_batch_size=1), max_seq_len=8192, max_out_len=16,
@@ -480,7 +477,7 @@ def test_bench_builds_the_leaderboard_row_from_the_checks_own_config(tmp_path, e
     qwen2.5-7b-instruct row on the chosen engine, run options removed as the infer task removes them), here on
     LMDeploy's real pipeline with the engine double, over a Qwen2.5 tokenizer directory (no weights: the preflight
     estimates them from config.json)."""
-    from opencompass_longctx.qwen_tokenizer_dir import build
+    from opencompass_longctx.tokenizer.qwen_dir import build
     model = tmp_path / 'model'
     build(str(model))
     (model / 'config.json').write_text(json.dumps(stages.model_config()))
@@ -510,7 +507,7 @@ def test_the_command_end_to_end_with_the_engine_double(tmp_path, monkeypatch, en
     standing in for TurboMind and the PyTorch engine (both 'available', as on a GPU machine with the full wheel) and
     a 139 GiB GPU standing in for CUDA: both engines serve all three benchmarks through the real opencompass command,
     the plan matches the engines, the bench measures, the verdict says what works."""
-    from opencompass_longctx.qwen_tokenizer_dir import build
+    from opencompass_longctx.tokenizer.qwen_dir import build
     model = tmp_path / 'model'
     build(str(model))
     (model / 'config.json').write_text(json.dumps(stages.model_config()))
@@ -653,7 +650,7 @@ def test_verdict_of_a_run_that_works():
 def test_tiktoken_files_taken_from_the_litellm_wheel(tmp_path, monkeypatch):
     """Without litellm installed (a bare Python here), the two vocabulary files come out of its wheel."""
     import hashlib
-    from opencompass_longctx import tokenization as T
+    from opencompass_longctx.tokenizer import counting as T
     data = {b: f'{b} ranks\n'.encode() for b in W.TIKTOKEN_BASES}
     for b in W.TIKTOKEN_BASES:
         monkeypatch.setitem(T._TIKTOKEN_FILES, b, (f'sha1-of-{b}', hashlib.sha256(data[b]).hexdigest()))

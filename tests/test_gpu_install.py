@@ -9,7 +9,6 @@ import sys
 import pytest
 
 from opencompass_longctx.models import cuda_stack
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

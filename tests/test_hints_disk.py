@@ -10,10 +10,8 @@ import pytest
 from opencompass_longctx import cache
 from opencompass_longctx.babilong import data as bdata
 from opencompass_longctx.nolima import data as ndata
-from opencompass_longctx.sources import DataNotFoundError, find_file
+from opencompass_longctx.data_files import DataNotFoundError, find_file
 from opencompass_longctx.tiers import parse_tier
-
-
 def _local_dir(message: str) -> str:
     """The --local-dir of the download command in an error message, as a shell would read it."""
     (line,) = [ln for ln in message.splitlines() if 'huggingface-cli download' in ln]
@@ -55,7 +53,7 @@ def test_nolima_hint_and_manifest_command_name_the_directory_the_loader_reads(tm
         msg = str(e.value)
         target = _local_dir(msg)
         assert '$' not in target and (path is None or target == path)
-        (manifest,) = re.findall(r'sources manifest (.+)', msg)
+        (manifest,) = re.findall(r'data_files manifest (.+)', msg)
         assert shlex.split(manifest) == [target]
         os.makedirs(os.path.dirname(os.path.join(target, rel)), exist_ok=True)
         open(os.path.join(target, rel), 'w').write('[]')
@@ -63,7 +61,7 @@ def test_nolima_hint_and_manifest_command_name_the_directory_the_loader_reads(tm
 
 
 def test_plan_check_hint_names_path(tmp_path, monkeypatch):
-    from opencompass_longctx.babilong.face import check_files
+    from opencompass_longctx.babilong.spec import check_files
     monkeypatch.setenv('HOME', str(tmp_path / 'home'))
     given = str(tmp_path / 'mine')
     (problem,) = check_files(dict(task='qa1', tier='4k', path=given))

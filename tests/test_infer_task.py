@@ -8,8 +8,7 @@ import subprocess
 import sys
 
 from conftest import REPO, run_opencompass
-from opencompass_longctx.tasks import FAILED
-
+from opencompass_longctx.run.tasks import FAILED
 CONFIG = REPO / 'tests' / 'configs' / 'infer_task_continue.py'
 
 
@@ -41,10 +40,10 @@ def test_one_failing_dataset_does_not_stop_its_band(tmp_path):
 
 
 def test_a_model_that_fails_to_build_is_built_once_and_fails_every_dataset_of_its_band(tmp_path, tiny_model_dir):
-    """The real task (opencompass_longctx/tasks.py, run as OpenCompass's runner runs it) with an LMDeploy model
+    """The real task (opencompass_longctx/run/tasks.py, run as OpenCompass's runner runs it) with an LMDeploy model
     whose KV-cache preflight fails: one construction, and each of the three datasets fails with that reason (read
     back as the tier table reads it)."""
-    from opencompass_longctx import tasks
+    from opencompass_longctx.run import tasks
     from opencompass_longctx.summarizers.failures import find_failures
     builds = tmp_path / 'builds.jsonl'
     env = dict(os.environ, LONGCTX_TINY_MODEL=tiny_model_dir, LONGCTX_TEST_DATA=str(tmp_path / 'babilong'),
@@ -74,7 +73,7 @@ def test_an_lmdeploy_task_starts_with_plain_python_whatever_its_tp(tmp_path):
     from opencompass.runners.local import get_command_template
     from opencompass.tasks import OpenICLInferTask
 
-    from opencompass_longctx import tasks
+    from opencompass_longctx.run import tasks
     lmdeploy = dict(type='opencompass_longctx.models.lmdeploy.LongCtxTurboMindModel', abbr='m', path='model',
                     engine_config=dict(tp=4, session_len=8192), max_seq_len=8192, run_cfg=dict(num_gpus=4))
     hf = dict(type='opencompass.models.HuggingFacewithChatTemplate', abbr='hf', path='model', max_seq_len=8192,

@@ -11,10 +11,8 @@ from opencompass.openicl.icl_inferencer import GenInferencer
 from opencompass.openicl.icl_prompt_template import PromptTemplate
 from opencompass.openicl.icl_retriever import ZeroRetriever
 
-from opencompass_longctx.inferencer import LongCtxGenInferencer
+from opencompass_longctx.run.inferencer import LongCtxGenInferencer
 from opencompass_longctx.overlength import OVER_LENGTH
-
-
 class EchoModel(BaseModel):
     """Answers ``<prompt>#<k>`` for each of the ``num_return_sequences`` samples; one token per word."""
 
@@ -95,8 +93,8 @@ def test_a_prompt_the_model_holds_but_the_band_engine_does_not_is_an_engine_miss
 def test_engine_misses_are_counted_and_make_the_tier_table_cell_missing():
     from opencompass_longctx.babilong.evaluator import BabilongEvaluator
     from opencompass_longctx.overlength import ENGINE_TOO_SMALL
-    from opencompass_longctx.summarizers.report import ModelInfo, task_cell
-    from opencompass_longctx.summarizers.specs import bench_by_name
+    from opencompass_longctx.summarizers.table import ModelInfo, task_cell
+    from opencompass_longctx.summarizers.rows import bench_by_name
     test_set = Dataset.from_dict({'question': ['Where is Mary? '] * 3, 'task': ['qa1'] * 3})
     res = BabilongEvaluator().score(['kitchen', ENGINE_TOO_SMALL, 'garden'], ['kitchen', 'garden', 'garden'],
                                     test_set)

@@ -24,7 +24,6 @@ from opencompass.runners import LocalRunner
 from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
 from opencompass_longctx.demo.datasets import DemoBabilongDataset
-
 with read_base():
     from opencompass_longctx.configs.datasets.babilong.babilong_0k_gen import babilong_datasets as babilong_0k
     from opencompass_longctx.configs.datasets.longbio.longbio_1k_gen import longbio_datasets as longbio_1k

@@ -10,7 +10,6 @@ import os
 
 from conftest import REPO, assert_clean_logs, run_opencompass, summary_by_dataset
 from opencompass_longctx.overlength import OVER_LENGTH
-
 CONFIG = REPO / 'tests' / 'configs' / 'leaderboard_double.py'
 
 

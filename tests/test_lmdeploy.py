@@ -11,7 +11,6 @@ from mmengine.config import Config
 
 from conftest import REPO
 from opencompass_longctx.models import lmdeploy as L
-
 DATA = REPO / 'tests' / 'data' / 'model_configs'
 GIB = 1024 ** 3
 

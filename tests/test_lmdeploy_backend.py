@@ -9,7 +9,6 @@ import pytest
 from lmdeploy_real import lmdeploy_or_skip, model_dir, published, shipped
 from opencompass_longctx.models import lmdeploy as L
 from opencompass_longctx.models import sizing
-
 GIB = 1024 ** 3
 
 

@@ -13,7 +13,6 @@ import pytest
 from lmdeploy_real import babilong, lmdeploy_or_skip, model_dir, published, shipped, without_zmq
 from opencompass_longctx import plan as P
 from opencompass_longctx.models import lmdeploy as L
-
 GIB = 1024 ** 3
 
 
@@ -213,7 +212,7 @@ def test_caveat_marks_in_the_tier_table(tmp_path, capsys):
                                                        'package_version': [__version__], 'details': []}))
     datasets = [dict(abbr=a, type='opencompass_longctx.babilong.dataset.BabilongDataset', tier=a.rsplit('_', 1)[1],
                      infer_cfg=dict(retriever=dict(type='ZeroRetriever'),
-                                    inferencer=dict(type='opencompass_longctx.inferencer.LongCtxGenInferencer')))
+                                    inferencer=dict(type='opencompass_longctx.run.inferencer.LongCtxGenInferencer')))
                 for a in abbrs]
     cfg = ConfigDict(dict(models=models, datasets=datasets, work_dir=str(tmp_path)))
     LongCtxSummarizer(cfg, plots=False).summarize(time_str='t')

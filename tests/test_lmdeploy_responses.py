@@ -10,7 +10,6 @@ import pytest
 
 from conftest import REPO, run_opencompass
 from opencompass_longctx.overlength import ENGINE_ERROR, ENGINE_TOO_SMALL, OVER_LENGTH
-
 DOUBLES = str(REPO / 'tests' / 'doubles')
 CONFIG = REPO / 'tests' / 'configs' / 'lmdeploy_responses.py'
 SHORT = 'Mary went to the kitchen. Where is Mary?'
@@ -45,7 +44,6 @@ def test_each_lmdeploy_error_response_becomes_the_marker_it_means(double):
     from lmdeploy.serve.core.exceptions import ERROR_MESSAGES, ErrorCode
 
     from opencompass_longctx.models.responses import KV_FULL
-
     # the engine's session_len (40) is below the configured one: LMDeploy's own check refuses the long prompt
     m = double(dict(session_len=40))
     refused = raw(m, LONG)
@@ -114,8 +112,8 @@ def test_engine_errors_are_counted_left_out_and_make_the_tier_table_cell_missing
     from datasets import Dataset
 
     from opencompass_longctx.babilong.evaluator import BabilongEvaluator
-    from opencompass_longctx.summarizers.report import ModelInfo, task_cell
-    from opencompass_longctx.summarizers.specs import bench_by_name
+    from opencompass_longctx.summarizers.table import ModelInfo, task_cell
+    from opencompass_longctx.summarizers.rows import bench_by_name
     test_set = Dataset.from_dict({'question': ['Where is Mary? '] * 4, 'task': ['qa1'] * 4})
     res = BabilongEvaluator().score(['kitchen', ENGINE_ERROR, ENGINE_TOO_SMALL, ''],
                                     ['kitchen', 'garden', 'garden', 'garden'], test_set)

@@ -16,8 +16,6 @@ import pytest
 from lmdeploy_real import DATA, babilong, lmdeploy_or_skip, model_dir, shipped, without_zmq
 from opencompass_longctx import plan as P
 from opencompass_longctx.models import recipe
-
-
 def turbomind_parse_rope_param():
     """TurboMind's parse_rope_param from lmdeploy/turbomind/models/utils.py. Its module imports TurboMind's CUDA
     builders, which cannot load without a GPU: those two imports get empty stand-ins, the function is LMDeploy's."""

@@ -9,7 +9,6 @@ from opencompass_longctx.tables.tier_table import STANDARD_TIERS
 from opencompass_longctx.longbio.catalogue import (LONGBIO_CATEGORIES, LONGBIO_CELLS, LONGBIO_NEED_TOKENIZER,
                                                    LONGBIO_NEED_TOKENS)
 from opencompass_longctx.tiers import TierError, parse_tier
-
 DIR = REPO / 'opencompass_longctx' / 'configs' / 'datasets' / 'longbio'
 N = {c['cell']: c['n'] for c in LONGBIO_CELLS}
 
@@ -78,7 +77,7 @@ def test_cell_needs_are_the_generators():
     """LONGBIO_NEED_TOKENS is the generator's own count: needles + prompt with no haystack, the most over the
     authors' 800 samples in both modes, with the default tokenizer. On failure, paste the printed table."""
     from opencompass_longctx.longbio.generator import Generator, make_spec
-    from opencompass_longctx.tokenization import get_tokenizer
+    from opencompass_longctx.tokenizer.counting import get_tokenizer
     assert make_spec('1k', cell='standard').tokenizer.name == get_tokenizer(LONGBIO_NEED_TOKENIZER).name
     measured = {c['cell']: max(max(Generator(make_spec('1m', cell=c['cell'], mode=mode)).needed_tokens(i)
                                    for i in range(800)) for mode in ('compat', 'strict'))

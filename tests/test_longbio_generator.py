@@ -11,10 +11,9 @@ import pytest
 from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS, LONGBIO_NEED_TOKENS
 from opencompass_longctx.longbio.generator import (IDK_COMPAT_SHORTFALL, Generator, TierTooSmallError, generate,
                                                    make_spec)
-from opencompass_longctx.longbio.tasks import LongBioConfigError
+from opencompass_longctx.longbio.cells import LongBioConfigError
 from opencompass_longctx.tiers import parse_tier
-from opencompass_longctx.tokenization import TokenizerError, get_tokenizer
-
+from opencompass_longctx.tokenizer.counting import TokenizerError, get_tokenizer
 CELLS = [c['cell'] for c in LONGBIO_CELLS]
 TOK = get_tokenizer('tiktoken:qwen2')
 
@@ -249,7 +248,7 @@ def test_hf_tokenizer_is_verified_by_a_full_encode(tiny_model_dir):
 
 @pytest.fixture(scope='module')
 def qwen_hf_dir(tmp_path_factory):
-    from opencompass_longctx.qwen_tokenizer_dir import build
+    from opencompass_longctx.tokenizer.qwen_dir import build
     return build(str(tmp_path_factory.mktemp('tok') / 'qwen2.5'))
 
 

@@ -6,8 +6,6 @@ import pytest
 
 from opencompass_longctx.longbio import pools as P
 from opencompass_longctx.longbio.people import first_person_mechanical, template_set, third_person
-
-
 def test_pools_valid_and_of_the_expected_sizes():
     assert P.validate() == []
     p = P.load_pools()

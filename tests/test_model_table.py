@@ -12,7 +12,6 @@ from lmdeploy_real import DATA, lmdeploy_or_skip, published, shipped, without_zm
 from opencompass_longctx.tables.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
 from opencompass_longctx.models import geometry as G
 from opencompass_longctx.models import lmdeploy as L
-
 GIB = 1024 ** 3
 ROWS = {r['abbr']: r for r in LONGCTX_LMDEPLOY_MODELS}
 NEW = ['qwen3-30b-a3b-instruct-2507', 'gpt-oss-20b', 'qwen3-next-80b-a3b-instruct', 'gemma-3-27b-it',
@@ -128,8 +127,9 @@ def test_thinking_rows_get_the_benchmarks_reasoning_budgets():
     from mmengine.config import Config
 
     from conftest import REPO
-    from opencompass_longctx import reasoning, selection
-    from opencompass_longctx.nolima.face import FAITHFUL_THINKING_MODE
+    from opencompass_longctx import reasoning
+    from opencompass_longctx import combinations
+    from opencompass_longctx.nolima.spec import FAITHFUL_THINKING_MODE
     assert [a for a, r in ROWS.items() if r.get('thinks')] == ['gpt-oss-20b']
     datasets = REPO / 'configs' / 'datasets'
     nolima = Config.fromfile(str(datasets / 'nolima' / 'nolima_4k_gen.py'))['nolima_datasets'][0]
@@ -140,9 +140,9 @@ def test_thinking_rows_get_the_benchmarks_reasoning_budgets():
                               (babilong, 20 + 1536, reasoning.OWN_MODE),
                               (longbio, longbio['infer_cfg']['inferencer']['max_out_len'] + 1536, reasoning.OWN_MODE)]:
         own = d['infer_cfg']['inferencer']['max_out_len']
-        got, why = selection.for_model(models['gpt-oss-20b'], d)
+        got, why = combinations.for_model(models['gpt-oss-20b'], d)
         assert not why and got['infer_cfg']['inferencer']['max_out_len'] == thinking
         assert got['infer_cfg']['decoding_mode'] == mode
-        plain, _ = selection.for_model(models['qwen3-30b-a3b-instruct-2507'], d)
+        plain, _ = combinations.for_model(models['qwen3-30b-a3b-instruct-2507'], d)
         assert plain['infer_cfg']['inferencer']['max_out_len'] == own and 'decoding_mode' not in plain['infer_cfg']
-    assert 'thinks' not in selection.without_run_options(models['gpt-oss-20b'])   # never reaches the model class
+    assert 'thinks' not in combinations.without_run_options(models['gpt-oss-20b'])   # never reaches the model class

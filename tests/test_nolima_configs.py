@@ -5,7 +5,6 @@ from mmengine.config import Config
 
 from conftest import REPO
 from opencompass_longctx.tiers import parse_tier
-
 TIERS = ['250', '500', '1k', '2k', '4k', '8k', '16k', '32k', '64k', '128k']
 CFG = REPO / 'opencompass_longctx' / 'configs'
 

@@ -13,9 +13,7 @@ from opencompass_longctx.demo import nolima_data
 from opencompass_longctx.nolima.dataset import load_nolima
 from opencompass_longctx.nolima.needles import NeedleSetError, NoLiMaError, load_pairs
 from opencompass_longctx.nolima.prompts import TASK_TEMPLATE
-from opencompass_longctx.sources import DataIntegrityError, DataNotFoundError, write_manifest
-
-
+from opencompass_longctx.data_files import DataIntegrityError, DataNotFoundError, write_manifest
 @pytest.fixture(scope='module')
 def data_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp('nolima_data') / 'nolima'
@@ -142,7 +140,7 @@ def test_books_are_tokenised_once_per_tokenizer_whatever_the_number_of_tests(dat
 def test_hf_tokenizer_counts_lengths_and_is_canonical(data_dir, tiny_model_dir):
     ds = load_nolima('500', path=str(data_dir), tokenizer=tiny_model_dir, pairs=1, haystacks=[0, 1])
     assert set(ds['canonical_length']) == {True} and ds[0]['length_tokenizer'] == os.path.abspath(tiny_model_dir)
-    from opencompass_longctx.tokenization import get_tokenizer
+    from opencompass_longctx.tokenizer.counting import get_tokenizer
     tok = get_tokenizer(tiny_model_dir)
     for r in ds:
         if r['depth_index'] in (0, 25):
@@ -153,7 +151,7 @@ def test_hf_tokenizer_counts_lengths_and_is_canonical(data_dir, tiny_model_dir):
 
 
 def test_prompt_tokens_estimate_is_close_to_the_real_count(data_dir):
-    from opencompass_longctx.tokenization import get_tokenizer
+    from opencompass_longctx.tokenizer.counting import get_tokenizer
     tok = get_tokenizer(None)
     ds = load_nolima('1k', path=str(data_dir), pairs=3, haystacks=[4])
     for r in ds:

@@ -6,7 +6,6 @@ import pytest
 
 from opencompass_longctx.nolima import metrics as nm
 from opencompass_longctx.nolima.needles import NoLiMaError
-
 LENGTHS = [1000, 2000, 4000, 8000, 16000, 32000]
 # The repository README's main table (12 models): claimed, effective, base (thr), 1K..32K with its marks.
 README = """

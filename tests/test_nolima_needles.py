@@ -6,8 +6,6 @@ import pytest
 
 from opencompass_longctx.nolima import needles as nd
 from opencompass_longctx.demo import nolima_data
-
-
 @pytest.fixture(scope='module')
 def sets_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp('nolima_sets')

@@ -8,8 +8,7 @@ import pytest
 
 from opencompass_longctx.nolima import haystack as hs
 from opencompass_longctx.demo import nolima_data
-from opencompass_longctx.tokenization import get_tokenizer
-
+from opencompass_longctx.tokenizer.counting import get_tokenizer
 NEEDLE = 'Actually, Yara has a flat right beside the Atomium.'
 DEPTHS = np.linspace(0, 1, 26)
 UNICODE_LINES = [

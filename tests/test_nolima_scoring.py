@@ -8,8 +8,6 @@ import pytest
 from opencompass_longctx.nolima.evaluator import NoLiMaEvaluator
 from opencompass_longctx.nolima.needles import NoLiMaError
 from opencompass_longctx.nolima.scoring import METRICS, score_many, score_one, strip_reasoning
-
-
 @pytest.mark.parametrize('pred,contains,em,ll_contains,ll_em', [
     ('Yuki', True, True, True, True),
     ('  Yuki\n', True, True, True, True),

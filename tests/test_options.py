@@ -16,7 +16,6 @@ from opencompass_longctx.nolima.dataset import NoLiMaDataset, NoLiMaOptions
 from opencompass_longctx.options import parse_config, unknown_keys
 from opencompass_longctx.plan import check_run
 from opencompass_longctx.tiers import TierError, dataset_tier
-
 BAD_COUNTS = [-3, 0, 2.5, True, '2']
 BASE = {BabilongOptions: dict(tier='1k', task='qa1'), LongBioOptions: dict(tier='1k', cell='standard'),
         NoLiMaOptions: dict(tier='1k')}
@@ -113,8 +112,8 @@ def test_the_run_checks_report_what_the_load_refuses():
 
 
 def test_the_plan_estimates_do_not_use_a_refused_value():
-    face = LongBioDataset.benchmark
-    assert face.size(_longbio(num_samples=-3)).rows == 800 and face.size(_longbio(num_samples='2')).rows == 800
+    spec = LongBioDataset.benchmark
+    assert spec.size(_longbio(num_samples=-3)).rows == 800 and spec.size(_longbio(num_samples='2')).rows == 800
     assert BabilongDataset.benchmark.size(dict(tier='1k', num_samples=-3)).rows == 100
     assert NoLiMaDataset.benchmark.size(dict(tier='1k', depth_intervals='x')).rows == 58 * 5 * 26
 
@@ -125,9 +124,8 @@ from opencompass.partitioners import NaivePartitioner
 from opencompass.runners import LocalRunner
 
 from opencompass_longctx.demo.datasets import DemoNoLiMaDataset
-from opencompass_longctx.partitioner import LongCtxPartitioner
-from opencompass_longctx.tasks import LongCtxEvalTask, LongCtxInferTask
-
+from opencompass_longctx.run.partitioner import LongCtxPartitioner
+from opencompass_longctx.run.tasks import LongCtxEvalTask, LongCtxInferTask
 with read_base():
     from opencompass_longctx.configs.datasets.longbio.longbio_1k_gen import longbio_datasets as longbio_1k
     from opencompass_longctx.configs.datasets.nolima.nolima_1k_gen import nolima_datasets as nolima_1k

@@ -17,8 +17,6 @@ from opencompass_longctx.longbio.generator import TierTooSmallError, generate, m
 from opencompass_longctx.nolima import build as nbuild
 from opencompass_longctx.nolima import dataset as nds
 from opencompass_longctx.demo import nolima_data
-
-
 def digest(rows) -> str:
     h = hashlib.sha256()
     for r in rows:

@@ -11,8 +11,6 @@ from opencompass_longctx import tiers
 from opencompass_longctx.babilong.dataset import BabilongDataset
 from opencompass_longctx.longbio.dataset import LongBioDataset
 from opencompass_longctx.nolima.dataset import NoLiMaDataset
-
-
 @pytest.fixture
 def parses(monkeypatch):
     """The tier values passed to the parser since the fixture started (every module that bound it)."""

@@ -13,12 +13,10 @@ from opencompass.runners import LocalRunner
 from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
 from opencompass_longctx.demo.datasets import DemoBabilongDataset
-
 with read_base():
     from opencompass_longctx.configs.datasets.babilong.babilong_0k_gen import babilong_datasets as b0
     from opencompass_longctx.configs.models.longctx_tiny_chat import models
     from opencompass_longctx.configs.summarizers.longctx import summarizer
-
 datasets = [dict(d, type=DemoBabilongDataset, path=DATA, num_samples=2) for d in b0[:2]]   # qa1 and qa2 only
 summarizer = dict(summarizer, plots=False)
 infer = dict(partitioner=dict(type=NaivePartitioner, n=2),

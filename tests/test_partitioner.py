@@ -10,17 +10,16 @@ from mmengine.config import Config
 
 from conftest import REPO, run_opencompass
 from opencompass_longctx import plan as P
-from opencompass_longctx import selection
+from opencompass_longctx import combinations
 from opencompass_longctx.models.lmdeploy import kv_bytes_per_token
-from opencompass_longctx.partitioner import LongCtxPartitioner, RunCheckError
-
+from opencompass_longctx.run.partitioner import LongCtxPartitioner, RunCheckError
 EXAMPLE = REPO / 'examples' / 'eval_longctx.py'
 
 
 @pytest.fixture(scope='module')
 def example():
     cfg = Config.fromfile(str(EXAMPLE))
-    return cfg, selection.expand(selection.combinations_of(cfg))[0]   # each model's datasets, as the partitioner
+    return cfg, combinations.expand(combinations.combinations_of(cfg))[0]   # each model's datasets, as the partitioner
 
 
 def models_of(cfg):
@@ -142,7 +141,7 @@ def test_shards_split_a_band_into_balanced_engines():
         P.make_plan(_combo([model], datasets), shards=0)
 
 
-def test_hugging_face_models_are_only_grouped():
+def test_hugging_spec_models_are_only_grouped():
     hf = dict(type='opencompass.models.HuggingFacewithChatTemplate', abbr='hf', path='some/hub-id', max_seq_len=8192,
               max_out_len=20, batch_size=4, run_cfg=dict(num_gpus=0))
     plan = P.make_plan(_combo([hf], [_babilong('0k'), _babilong('64k'), _babilong('1k')]))

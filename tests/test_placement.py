@@ -14,7 +14,7 @@ import pytest
 from conftest import run_opencompass
 from report_runs import report_cli
 
-from opencompass_longctx.summarizers.placement import (ALLOW_ENV, Unplaced, allow_unplaced_enabled, benchmark_face,
+from opencompass_longctx.summarizers.placement import (ALLOW_ENV, Unplaced, allow_unplaced_enabled, benchmark_spec,
                                                        exit_message, section, stopping, unplaced)
 
 BABILONG = 'opencompass_longctx.babilong.dataset.BabilongDataset'
@@ -60,10 +60,10 @@ def test_each_reason_is_named():
 def test_other_packages_datasets_are_never_counted():
     gsm8k = dict(type='opencompass.datasets.GSM8KDataset', abbr='gsm8k', path='opencompass/gsm8k')
     mine = dict(type='my_pkg.datasets.MyDataset', abbr='babilong_made_up')
-    assert benchmark_face(gsm8k) is None and benchmark_face(mine) is None
+    assert benchmark_spec(gsm8k) is None and benchmark_spec(mine) is None
     assert unplaced([gsm8k, mine], [('m', 'gsm8k'), ('m', 'babilong_made_up')]) == []
-    # a config dump read where its class cannot be imported: known by the class name the face gives
-    assert benchmark_face(dict(type='gone.module.LongBioDataset')).name == 'longbio'
+    # a config dump read where its class cannot be imported: known by the class name the spec gives
+    assert benchmark_spec(dict(type='gone.module.LongBioDataset')).name == 'longbio'
 
 
 def test_two_datasets_of_one_model_in_one_cell():
@@ -109,13 +109,11 @@ from opencompass.runners import LocalRunner
 from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
 from opencompass_longctx.demo.datasets import DemoBabilongDataset
-
 with read_base():
     from opencompass_longctx.configs.datasets.babilong.babilong_0k_gen import babilong_datasets as b0
     from opencompass_longctx.configs.datasets.babilong.babilong_base import babilong_system_infer_cfg
     from opencompass_longctx.configs.models.longctx_tiny_chat import models
     from opencompass_longctx.configs.summarizers.longctx import summarizer
-
 qa = [dict(d, type=DemoBabilongDataset, path=DATA, num_samples=2) for d in b0[:5]]
 # the README's system-prompt variant under a user-made abbr: the tier table has no place for it
 datasets = qa + [dict(qa[0], abbr='babilong_qa1_0k_sys', infer_cfg=babilong_system_infer_cfg)]

@@ -10,12 +10,11 @@ from opencompass.openicl.icl_prompt_template import PromptTemplate
 from opencompass.openicl.icl_retriever import ZeroRetriever
 
 from opencompass_longctx.configs.meta_template import LONGCTX_META_TEMPLATE
-from opencompass_longctx.inferencer import LongCtxGenInferencer
+from opencompass_longctx.run.inferencer import LongCtxGenInferencer
 from opencompass_longctx.longbio.dataset import LongBioDataset, load_longbio
 from opencompass_longctx.longbio.evaluator import LongBioEvaluator
 from opencompass_longctx.models.hf import LongCtxHFChatModel
 from opencompass_longctx.models.prefill import PrefillError
-
 # the prompt template of the LongBioBench dataset configs (configs/datasets/longbio/longbio_base.py)
 LONGBIO_TEMPLATE = dict(
     begin=[dict(role='SYSTEM', fallback_role='HUMAN', prompt='{system}')],

@@ -5,8 +5,6 @@ from mmengine.config import Config
 from conftest import REPO
 from opencompass_longctx.overlength import ENGINE_TOO_SMALL, OVER_LENGTH
 from opencompass_longctx.reasoning import strip_trace
-
-
 def test_strip_trace_keeps_the_answer_of_each_trace_format():
     assert strip_trace('<think>the bag is in the kitchen?</think>\n\nhallway') == 'hallway'
     assert strip_trace('okay, so...</think>hallway') == 'hallway'                 # <think> was in the template

@@ -12,7 +12,7 @@ import pytest
 from opencompass_longctx import __version__
 from opencompass_longctx.summarizers import html, plots
 from opencompass_longctx.summarizers.compare import Paired
-from opencompass_longctx.summarizers.report import ModelInfo, build
+from opencompass_longctx.summarizers.table import ModelInfo, build
 from report_runs import CONFIG, report, report_runs  # noqa: F401 (report_runs: the fixture)
 from test_report_html import need_chromium
 

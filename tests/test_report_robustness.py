@@ -12,8 +12,7 @@ from mmengine.config import ConfigDict
 from opencompass_longctx import __version__
 from opencompass_longctx.nolima.summarizer import NoLiMaSummarizer
 from opencompass_longctx.summarizers.longctx import LongCtxSummarizer
-from opencompass_longctx.summarizers.report import ModelInfo, build, to_markdown, write
-
+from opencompass_longctx.summarizers.table import ModelInfo, build, to_markdown, write
 MODEL = 'm'
 TIERS = ('0k', '1k')
 GOOD = {'accuracy': 50.0, 'counts': {'n': 4, 'over_length': 0}, 'package_version': [__version__],
@@ -68,7 +67,7 @@ def _config(root, nolima=False):
         types[NOLIMA] = 'opencompass_longctx.nolima.dataset.NoLiMaDataset'
     datasets = [dict(abbr=a, type=t, tier=a.rsplit('_', 1)[1],
                      infer_cfg=dict(retriever=dict(type='ZeroRetriever'),
-                                    inferencer=dict(type='opencompass_longctx.inferencer.LongCtxGenInferencer')))
+                                    inferencer=dict(type='opencompass_longctx.run.inferencer.LongCtxGenInferencer')))
                 for a, t in types.items()]
     return dict(models=[dict(abbr=MODEL, max_seq_len=4096)], datasets=datasets, work_dir=str(root))
 

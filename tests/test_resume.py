@@ -14,7 +14,7 @@ import pytest
 pytest.register_assert_rewrite('cluster_runs')   # its asserts report as the tests' own; a plugin of this module
 from cluster_runs import (LOCAL, assert_resumed_predictions, finish, interrupted_state, mark_prediction,  # noqa: E402
                           mark_saved_batch, plan_of, run, run_dir, start_gated)
-from opencompass_longctx import resume  # noqa: E402
+from opencompass_longctx.run import resume  # noqa: E402
 
 pytest_plugins = ['cluster_runs']
 TINY_ONLY = {'LONGCTX_TEST_MODELS': 'tiny-chat', 'LONGCTX_TEST_TIERS': '0k'}   # one task: six datasets of 2

@@ -1,4 +1,4 @@
-"""What a resume checks (opencompass_longctx.resume_check), through the real `opencompass` command with the rule
+"""What a resume checks (opencompass_longctx.run.resume_check), through the real `opencompass` command with the rule
 reader: `-r` where nothing ran stops with one line naming the directory (LONGCTX_START_FRESH=1 starts from zero);
 a run made under the official BABILong prompts and resumed with `-r` under the cleaned ones keeps the saved
 predictions whose prompts did not change, sets aside (renamed, kept) those whose prompts changed, finished or saved
@@ -13,9 +13,8 @@ import sys
 from pathlib import Path
 
 from conftest import REPO
-from opencompass_longctx import resume_check
-
-CONFIG = REPO / 'tests' / 'configs' / 'resume_check.py'
+from opencompass_longctx.run import resume_check
+CONFIG = REPO / 'tests' / 'configs' / 'run/resume_check.py'
 MODEL = 'rule-reader'
 
 

@@ -18,7 +18,7 @@ from cluster_runs import (LOCAL, SLURM, assert_resumed_predictions, finish, inte
                           mark_prediction, mark_saved_batch, plan_of, predictions, run, run_dir, start_gated,
                           tier_table)
 from conftest import assert_clean_logs, run_opencompass  # noqa: E402
-from opencompass_longctx import cluster  # noqa: E402
+from opencompass_longctx.run import cluster  # noqa: E402
 
 pytest_plugins = ['slurm_cluster', 'cluster_runs']
 JOB_RECORD_WAIT_S = 30

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from opencompass_longctx.sources import (MANIFEST, DataIntegrityError, DataNotFoundError, Source, find_file,
+from opencompass_longctx.data_files import (MANIFEST, DataIntegrityError, DataNotFoundError, Source, find_file,
                                          write_manifest)
 
 SRC = Source(name='bench', hub_repo='someone/bench', hint_template='Run: get-bench --here',
@@ -36,14 +36,14 @@ def test_missing_file_names_what_was_searched_and_how_to_get_it(tmp_path):
 
 
 def test_no_download_unless_asked(tmp_path, monkeypatch):
-    import opencompass_longctx.sources as sources
+    import opencompass_longctx.data_files as sources
     monkeypatch.setattr(sources, 'fetch', lambda *a, **k: pytest.fail('network used without opt-in'))
     with pytest.raises(DataNotFoundError):
         find_file(SRC, ['x/a.json'], path=str(tmp_path))
 
 
 def test_opt_in_download_goes_through_fetch(tmp_path, monkeypatch):
-    import opencompass_longctx.sources as sources
+    import opencompass_longctx.data_files as sources
     seen = {}
 
     def fake_fetch(source, relpath, revision=None, path=None):
@@ -99,7 +99,7 @@ def test_a_corrupt_manifest_is_a_clear_error_naming_it(tmp_path, content, reason
         find_file(SRC, ['x/a.json'], path=str(tmp_path))
     msg = str(e.value)
     assert str(tmp_path / MANIFEST) in msg and reason in msg
-    assert f'python -m opencompass_longctx.sources manifest {tmp_path}' in msg
+    assert f'python -m opencompass_longctx.data_files manifest {tmp_path}' in msg
     # the command it names repairs it
     write_manifest(str(tmp_path))
     assert find_file(SRC, ['x/a.json'], path=str(tmp_path)) == str(tmp_path / 'x' / 'a.json')

@@ -9,9 +9,8 @@ import pytest
 
 from opencompass_longctx.summarizers import paired_tests as stats
 from opencompass_longctx.summarizers.compare import Comparer, Paired, paired_test
-from opencompass_longctx.summarizers.report import RowResult
-from opencompass_longctx.summarizers.specs import Cell
-
+from opencompass_longctx.summarizers.table import RowResult
+from opencompass_longctx.summarizers.rows import Cell
 ENTRIES, PER_ENTRY = 58, 130          # a NoLiMa tier: 58 needle entries x (5 haystacks x 26 depths)
 REPS = 2000                           # at 5%: +-0.49 points sd; 6% is 2 sd above
 

@@ -7,11 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from opencompass_longctx.summarizers import report as rp
+from opencompass_longctx.summarizers import table as rp
 from opencompass_longctx.summarizers.metrics import (MIN_CLUSTERS, cluster_contributions, cluster_halfwidth,
                                                      mean_with_ci)
-from opencompass_longctx.summarizers.specs import bench_by_name
-
+from opencompass_longctx.summarizers.rows import bench_by_name
 ENTRIES, PER_ENTRY, REPS = 58, 130, 2000
 # 2,000 replications: the coverage estimate's standard error at 95% is 0.49 points; 93-97% is +-4 of them
 

@@ -13,10 +13,8 @@ import pytest
 from conftest import REPO, run_opencompass
 from opencompass_longctx import __version__
 from opencompass_longctx.summarizers.metrics import effective_length, mean_with_ci, nolima_threshold
-from opencompass_longctx.summarizers.report import ModelInfo, build, to_csv, to_json, to_markdown
+from opencompass_longctx.summarizers.table import ModelInfo, build, to_csv, to_json, to_markdown
 from opencompass_longctx.summarizers.longctx import derive_summary_groups
-
-
 def test_nolima_effective_length_gpt4o_example():
     # NoLiMa's GPT-4o: base 99.3 -> threshold 84.4; 1K 98.1, 2K 98.0, 4K 95.7, 8K 89.2, 16K 81.6, 32K 69.7
     scores = [('1k', 98.1), ('2k', 98.0), ('4k', 95.7), ('8k', 89.2), ('16k', 81.6), ('32k', 69.7)]
@@ -213,7 +211,6 @@ from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
 from opencompass_longctx.demo.datasets import DemoBabilongDataset, DemoNoLiMaDataset
 from opencompass_longctx.demo.rule_reader import BabiRuleReader
-
 with read_base():
     from ..configs.datasets.babilong.babilong_0k_gen import babilong_datasets as b0
     from ..configs.datasets.babilong.babilong_1k_gen import babilong_datasets as b1

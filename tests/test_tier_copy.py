@@ -17,7 +17,6 @@ from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
 from opencompass_longctx.demo.datasets import DemoNoLiMaDataset
 from opencompass_longctx.demo.rule_reader import BabiRuleReader
-
 with read_base():
     from opencompass_longctx.configs.datasets.babilong.babilong_2k_gen import babilong_datasets as babilong_2k
     from opencompass_longctx.configs.models.longctx_tiny_chat import models as tiny
@@ -88,6 +87,6 @@ def test_tiers_copied_into_a_workspace_outside_the_repository(tmp_path, babi_inp
     # the tiny model's 16k window cannot hold 192k: N/A, never a truncated prompt or a 0
     assert rows['tiny-chat']['cells']['192k']['status'] == 'n/a'
     preds = json.load(open(os.path.join(run, 'predictions', 'rule-reader', 'babilong_qa1_192k.json')))
-    from opencompass_longctx.tokenization import get_tokenizer
+    from opencompass_longctx.tokenizer.counting import get_tokenizer
     n = get_tokenizer('tiktoken:gpt2').count(preds['0']['origin_prompt'])  # a plain string for a base model
     assert 192000 - 300 < n < 192000 + 50  # 191700 tokens of input + the prompt (qa1 ~ 200 tokens)

@@ -2,8 +2,6 @@ import pytest
 
 from opencompass_longctx.tables.tier_table import STANDARD_TIERS
 from opencompass_longctx.tiers import TierError, parse_tier, sort_tiers, tier_tokens
-
-
 def test_standard_tiers_parse_and_are_sorted():
     assert [parse_tier(t).name for t in STANDARD_TIERS] == STANDARD_TIERS
     assert sort_tiers(list(reversed(STANDARD_TIERS))) == STANDARD_TIERS

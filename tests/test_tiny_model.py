@@ -2,8 +2,6 @@
 import pytest
 
 from opencompass_longctx.demo.tiny_chat import TinyChatModel
-
-
 @pytest.fixture(scope='module')
 def tiny(tiny_model_dir):
     return TinyChatModel(path=tiny_model_dir, out_len_cap=3, model_kwargs=dict(device_map='cpu', torch_dtype='float32'),

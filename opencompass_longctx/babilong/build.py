@@ -3,11 +3,9 @@ import, so a build worker starts quickly). :func:`..dataset.load_babilong` cache
 import json
 from typing import Dict, Iterable, Iterator, List, Tuple
 
-from .. import parallel
-from ..tiers import Tier
-from .prompts import format_prompt
-
-
+from opencompass_longctx import parallel
+from opencompass_longctx.tiers import Tier
+from opencompass_longctx.babilong.prompts import format_prompt
 def build_rows(records: Iterable[Tuple[int, Dict]], task: str, tier: Tier, parts: Dict[str, str], tokenizer,
                source_name: str, variant: str) -> Iterator[Dict]:
     """Dataset rows from ``(index, {input, question, target[, generation]})`` records."""

@@ -11,9 +11,7 @@ import json
 import os
 import sys
 
-from .scoring import accuracy
-
-
+from opencompass_longctx.babilong.scoring import accuracy
 def check(directory: str, tolerance: float = 1e-6):
     with open(os.path.join(directory, 'reference_scores.json'), encoding='utf-8') as f:
         refs = json.load(f)

@@ -19,9 +19,8 @@ import json
 import os
 from typing import Dict, Iterator, List, Optional
 
-from ..sources import Source
-from ..tiers import Tier
-
+from opencompass_longctx.data_files import Source
+from opencompass_longctx.tiers import Tier
 PUBLISHED_TIERS = ('0k', '1k', '2k', '4k', '8k', '16k', '32k', '64k', '128k', '256k', '512k', '1m', '10m')
 SAMPLE_SOURCES = ('100', '1000', 'official', 'generated')
 

@@ -12,19 +12,17 @@ from typing import ClassVar, Dict, Optional
 
 from opencompass.datasets.base import BaseDataset
 
-from .. import parallel
-from ..cache import DatasetCache, make_key, record_build
-from ..sources import DataNotFoundError, find_file
-from ..options import Options, by, flag, integer, one_of, option, text
-from ..tiers import Tier, dataset_tier
-from ..tokenization import GPT2_TOKENIZER, get_tokenizer
-from ..util import refuse_removed_options
-from . import data as bdata
-from .build import build_rows, generated_rows
-from .face import BENCHMARK
-from .prompts import VARIANTS as PROMPT_VARIANTS, prompt_parts
-
-
+from opencompass_longctx import parallel
+from opencompass_longctx.cache import DatasetCache, make_key, record_build
+from opencompass_longctx.data_files import DataNotFoundError, find_file
+from opencompass_longctx.options import Options, by, flag, integer, one_of, option, text
+from opencompass_longctx.tiers import Tier, dataset_tier
+from opencompass_longctx.tokenizer.counting import GPT2_TOKENIZER, get_tokenizer
+from opencompass_longctx.util import refuse_removed_options
+from opencompass_longctx.babilong import data as bdata
+from opencompass_longctx.babilong.build import build_rows, generated_rows
+from opencompass_longctx.babilong.spec import BENCHMARK
+from opencompass_longctx.babilong.prompts import VARIANTS as PROMPT_VARIANTS, prompt_parts
 def _file_records(path: str, indices, num_samples: Optional[int]):
     wanted = None if indices is None else set(indices)
     taken = 0
@@ -114,7 +112,7 @@ def load_split(o: BabilongOptions):
     cache = DatasetCache()
 
     def generated():
-        from .generator import Generator
+        from opencompass_longctx.babilong.generator import Generator
         gen = Generator(o.babi_dir, o.background_dir, o.generator_tokenizer, o.seed, o.fix_len_off_by_one)
         n = o.num_samples or 100
         params.update(sample_source='generated', generator=gen.fingerprint(), samples=n)
@@ -145,7 +143,7 @@ def load_split(o: BabilongOptions):
     key = make_key('babilong', params, tokenizer.fingerprint, [file_path], cache.root)
     label = source.hub_repo
     if not published:  # a file for a tier BABILong does not publish: ours if our generator's manifest is there
-        from .generator import MANIFEST_NAME
+        from opencompass_longctx.babilong.generator import MANIFEST_NAME
         root = os.path.dirname(os.path.dirname(os.path.dirname(file_path)))
         label = 'generated' if os.path.isfile(os.path.join(root, MANIFEST_NAME)) else 'local'
     total = o.num_samples if indices is None else len(set(indices))
@@ -156,7 +154,7 @@ def load_split(o: BabilongOptions):
 
 class BabilongDataset(BaseDataset):
     """``type=BabilongDataset`` in configs; every extra config key goes to :func:`load_babilong`."""
-    benchmark = BENCHMARK      # what the planner, the run checks and the summarizer read (face.py)
+    benchmark = BENCHMARK      # what the planner, the run checks and the summarizer read (spec.py)
     options = BabilongOptions  # what load and the run checks parse a config's keys with
     # options that were removed, with what to use instead (refused here and by the run checks)
     REMOVED_OPTIONS = {'demo_data': 'demo_data= was removed from BabilongDataset: for the project\'s stand-in files '

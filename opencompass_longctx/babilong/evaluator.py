@@ -1,10 +1,8 @@
 """BABILong evaluator: accuracy in a named scoring mode, with per-sample details."""
 from opencompass.openicl.icl_evaluator import BaseEvaluator
 
-from .. import __version__, overlength
-from .scoring import MODES, ScoringError, score_many
-
-
+from opencompass_longctx import __version__, overlength
+from opencompass_longctx.babilong.scoring import MODES, ScoringError, score_many
 class BabilongEvaluator(BaseEvaluator):
     """``evaluator=dict(type=BabilongEvaluator, mode='official'|'fixed'|'lenient')``.
 

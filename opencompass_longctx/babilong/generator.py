@@ -34,12 +34,11 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .. import __version__, parallel
-from ..tiers import Tier, parse_tier
-from ..tokenization import GPT2_TOKENIZER, Tokenizer, get_tokenizer
-from ..util import atomic_write_text, sha256_file
-from .data import BabilongDataError, file_name, task_number
-
+from opencompass_longctx import __version__, parallel
+from opencompass_longctx.tiers import Tier, parse_tier
+from opencompass_longctx.tokenizer.counting import GPT2_TOKENIZER, Tokenizer, get_tokenizer
+from opencompass_longctx.util import atomic_write_text, sha256_file
+from opencompass_longctx.babilong.data import BabilongDataError, file_name, task_number
 PROMPT_ALLOWANCE = 300
 MIN_SENTENCE_TOKENS = 10
 # A sentence ends at . ! or ? plus up to three closing quotes or brackets (kept with the sentence), followed

@@ -15,8 +15,7 @@ import random
 import sys
 from typing import List, Tuple
 
-from ..util import atomic_write_text
-
+from opencompass_longctx.util import atomic_write_text
 PEOPLE = ['Mary', 'John', 'Sandra', 'Daniel']
 GIVERS = ['Bill', 'Fred', 'Jeff', 'Mary']
 PLACES = ['bathroom', 'bedroom', 'garden', 'hallway', 'kitchen', 'office']
@@ -126,10 +125,10 @@ def write(out_dir: str, tiers=('0k', '1k', '2k'), tasks=tuple(f'qa{i}' for i in 
           samples: int = 5, seed: int = 0) -> List[str]:
     """BABILong-format files made by the project's BABILong generator from made-up inputs (bAbI-style
     stories and books of made-up sentences, written under ``out_dir/inputs``)."""
-    from ..babilong.data import file_name
-    from ..babilong.generator import Generator
-    from ..babilong.generator import write as generate
-    from ..tiers import parse_tier
+    from opencompass_longctx.babilong.data import file_name
+    from opencompass_longctx.babilong.generator import Generator
+    from opencompass_longctx.babilong.generator import write as generate
+    from opencompass_longctx.tiers import parse_tier
     inputs = os.path.join(out_dir, 'inputs')
     babi, books = os.path.join(inputs, 'babi'), os.path.join(inputs, 'books')
     write_babi(babi, tasks=tasks, stories=max(20, samples), seed=seed)

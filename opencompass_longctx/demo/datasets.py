@@ -10,14 +10,12 @@ the production loader reading those files. The production loaders know nothing o
 import os
 import shutil
 
-from ..babilong import data as bdata
-from ..babilong.dataset import BabilongDataset
-from ..nolima.dataset import NoLiMaDataset
-from ..nolima.needles import VARIANT_FILES, NoLiMaError
-from ..tiers import parse_tier
-from . import babilong_data, nolima_data
-
-
+from opencompass_longctx.babilong import data as bdata
+from opencompass_longctx.babilong.dataset import BabilongDataset
+from opencompass_longctx.nolima.dataset import NoLiMaDataset
+from opencompass_longctx.nolima.needles import VARIANT_FILES, NoLiMaError
+from opencompass_longctx.tiers import parse_tier
+from opencompass_longctx.demo import babilong_data, nolima_data
 def _needs_path(path, what, error):
     if not path:
         raise error(f'{what} needs path= (the directory where the stand-in files are written, or already are)')

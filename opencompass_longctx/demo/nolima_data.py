@@ -24,9 +24,8 @@ import re
 import sys
 from typing import Dict, List, Optional, Sequence
 
-from ..tokenization import get_tokenizer
-from ..nolima.needles import VARIANT_FILES, VARIANTS
-
+from opencompass_longctx.tokenizer.counting import get_tokenizer
+from opencompass_longctx.nolima.needles import VARIANT_FILES, VARIANTS
 CHARACTERS = ['Yara', 'Torvin', 'Lisette', 'Emrys', 'Noemi', 'Casimir', 'Ottilie', 'Bastien', 'Ingrid', 'Florin']
 MC_OTHERS = ['Pavel', 'Rosalind', 'Teodor']
 SYSTEM_PROMPT_FIELD = 'You are a helpful assistant.'  # present in the schema, ignored by the runner
@@ -210,7 +209,7 @@ def write(root: str, book_tokens: int = 6000, long_book_tokens: Optional[int] = 
                 'dataset (amodaresi/NoLiMa).\nIt is NOT NoLiMa: the needles, names and books are made up by '
                 'the project. Scores on it say nothing about a model.\n')
     if write_manifest:
-        from ..sources import write_manifest as _wm
+        from opencompass_longctx.data_files import write_manifest as _wm
         _wm(root)
     return root
 

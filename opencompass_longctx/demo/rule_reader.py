@@ -12,8 +12,7 @@ from typing import Dict, List, Optional
 
 from opencompass.models.base import BaseModel
 
-from ..tokenization import get_tokenizer
-
+from opencompass_longctx.tokenizer.counting import get_tokenizer
 _MOVE = re.compile(r'\b([A-Z][a-z]+) (?:went back|went|journeyed|travelled|traveled|moved|came back) to the (\w+)')
 _TAKE = re.compile(r'\b([A-Z][a-z]+) (?:picked up|took|got|grabbed) the (\w+)')
 _DROP = re.compile(r'\b([A-Z][a-z]+) (?:dropped|put down|discarded|left) the (\w+)')

@@ -12,10 +12,8 @@ continues LongBioBench's answer prefix) with two demo-model properties:
 """
 import os
 
-from ..models.hf import LongCtxHFChatModel
-from .tiny_model import build
-
-
+from opencompass_longctx.models.hf import LongCtxHFChatModel
+from opencompass_longctx.demo.tiny_model import build
 def ensure_tiny_model(path: str) -> str:
     if not os.path.isfile(os.path.join(path, 'config.json')):
         tmp = f'{path}.tmp-{os.getpid()}'

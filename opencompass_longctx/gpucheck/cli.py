@@ -7,9 +7,8 @@ import sys
 import time
 from typing import Dict, List, Optional
 
-from . import environment
-from .report import LIMITS, Report
-
+from opencompass_longctx.gpucheck import environment
+from opencompass_longctx.gpucheck.report import LIMITS, Report
 STAGES = ('model', 'data', 'opencompass', 'bench')     # the Python and the stack are always checked first
 REHEARSAL_GPU = 'H200-141GB'
 
@@ -59,7 +58,7 @@ def parse(argv=None):
             ap.error(f'--limits: {item!r} is not KIND=SECONDS with a kind of {sorted(LIMITS)}')
         limits[k] = int(v)
     if args.gpu:
-        from ..tables.cost_model import GPUS
+        from opencompass_longctx.tables.cost_model import GPUS
         if args.gpu not in GPUS:
             ap.error(f'--gpu: {args.gpu!r} is not in tables/cost_model.py GPUS ({", ".join(GPUS)}); for another GPU '
                      'leave --gpu out and give --peak-tflops and --hbm-tbps')
@@ -83,8 +82,8 @@ def _stack(rec, rehearse: bool, requested: str) -> Dict:
 
 def _gpu(args, info: Dict) -> Dict:
     """The cost model's GPU: (key, extra GPUS entry or None, peak TFLOPS, HBM TB/s)."""
-    from ..tables.cost_model import GPUS
-    from .throughput import gpu_key
+    from opencompass_longctx.tables.cost_model import GPUS
+    from opencompass_longctx.gpucheck.throughput import gpu_key
     key = args.gpu or (REHEARSAL_GPU if args.rehearse else gpu_key(info.get('gpu', '')))
     if key in GPUS:
         g = GPUS[key]
@@ -108,7 +107,7 @@ def main(argv=None) -> int:
     report.data['limits'] = dict(limits, call_seconds=args.call_seconds)
 
     def done(rc: int) -> int:
-        from .throughput import cost_model_lines
+        from opencompass_longctx.gpucheck.throughput import cost_model_lines
         report.data['cost_model_lines'] = cost_model_lines(report.data)
         line = report.finish()
         if report.data['cost_model_lines']:
@@ -147,7 +146,7 @@ def main(argv=None) -> int:
         if 'opencompass' in stages and os.path.isdir(run_dir):
             shutil.rmtree(run_dir)
         configs[e] = os.path.join(work, f'eval_gpu_check_{e}.py')
-        from .stages import eval_config
+        from opencompass_longctx.gpucheck.stages import eval_config
         with open(configs[e], 'w', encoding='utf-8') as f:
             f.write(eval_config(model_dir, data_dir, args.tiers.split(','), args.long_tier, args.samples, e, run_dir,
                                 gpu['key'], gpu['gpus'], 139 if args.rehearse else None))
@@ -155,7 +154,7 @@ def main(argv=None) -> int:
     order = []
     for s in stages:
         order += [f'{s}-{e}' for e in engines] if s in ('opencompass', 'bench') else [s]
-    from . import stages as S
+    from opencompass_longctx.gpucheck import stages as S
     for i, name in enumerate(order):
         later = order[i + 1:]
         if name == 'model':
@@ -173,7 +172,7 @@ def main(argv=None) -> int:
             e = name.split('-', 1)[1]
             report.stage(name, _bench, configs[e], e, _batch(report.data, e, args.bench_batch), gpu,
                          args.rehearse, later=later)
-            from .throughput import cost_model_lines
+            from opencompass_longctx.gpucheck.throughput import cost_model_lines
             report.data['cost_model_lines'] = cost_model_lines(report.data)     # saved now, not only at the end
             report.write()
     failed = [n for n, s in report.data['stages'].items() if s['status'] == 'failed']
@@ -189,7 +188,7 @@ def _batch(data: Dict, engine: str, given: Optional[int]) -> int:
 def _bench(rec, config: str, engine: str, batch: int, gpu: Dict, rehearse: bool) -> Dict:
     from mmengine.config import Config
 
-    from .throughput import run_bench
+    from opencompass_longctx.gpucheck.throughput import run_bench
     model_cfg = dict(Config.fromfile(config)['models'][0])
     return run_bench(rec, model_cfg, engine, batch, gpu['peak'], gpu['hbm'],
                      139 * 1024 ** 3 if rehearse else None)
@@ -197,8 +196,8 @@ def _bench(rec, config: str, engine: str, batch: int, gpu: Dict, rehearse: bool)
 
 def _rehearsal(work: str, env: Dict) -> None:
     """No GPU: this process and OpenCompass's tasks stop at their first CUDA call (stages.SITECUSTOMIZE)."""
-    from .report import REHEARSAL_MARK
-    from .stages import rehearsal_site
+    from opencompass_longctx.gpucheck.report import REHEARSAL_MARK
+    from opencompass_longctx.gpucheck.stages import rehearsal_site
     os.environ['LMDEPLOY_ENABLE_CHECK_ENV'] = env['LMDEPLOY_ENABLE_CHECK_ENV'] = '0'
     site = rehearsal_site(work)
     env['PYTHONPATH'] = site + os.pathsep + env.get('PYTHONPATH', '')

@@ -68,13 +68,13 @@ def check_stack(rehearse: bool = False) -> Tuple[Dict, List[str]]:
             else:
                 info.update(in_child(gpu_info))
         if not rehearse:
-            from ..models.cuda_stack import cuda_majors, installed, problem
+            from opencompass_longctx.models.cuda_stack import cuda_majors, installed, problem
             info['cuda_majors'] = sorted(cuda_majors(installed()))
             two = problem(installed())
             if two:       # a warning: the PyTorch engine at tp=1 may still run (the verdict says it)
                 info['warnings'] = [two]
     if 'lmdeploy' in info:
-        from ..models.lmdeploy import turbomind_status
+        from opencompass_longctx.models.lmdeploy import turbomind_status
         ok, why = turbomind_status()
         info['turbomind'] = 'available' if ok else f'not available: {why}'
     if install:

@@ -8,8 +8,7 @@ import os
 import re
 from typing import Dict, List, Optional
 
-from .report import NO_DRIVER, REHEARSAL_MARK
-
+from opencompass_longctx.gpucheck.report import NO_DRIVER, REHEARSAL_MARK
 GIB = 1024 ** 3
 # LMDeploy 0.18's INFO lines (lmdeploy/serve/core/async_engine.py:133, 168, 578; pytorch/engine/executor/base.py:439)
 RE_BACKEND = re.compile(r'updated backend_config=(Pytorch|Turbomind)EngineConfig\((.*?)\)\s*$', re.M)
@@ -71,7 +70,7 @@ def benchmark(abbr: str) -> str:
 
 def count_predictions(run_dir: str, task: Dict) -> Dict:
     """Predictions written for the task's datasets, per benchmark, and how many are each of the package's markers."""
-    from ..overlength import ENGINE_ERROR, ENGINE_TOO_SMALL, OVER_LENGTH
+    from opencompass_longctx.overlength import ENGINE_ERROR, ENGINE_TOO_SMALL, OVER_LENGTH
     names = {OVER_LENGTH: 'over_length', ENGINE_TOO_SMALL: 'engine_too_small', ENGINE_ERROR: 'engine_error'}
     out = dict(predictions=0, datasets_missing=[], by_benchmark={}, **{v: 0 for v in names.values()})
     for d in task['datasets']:
@@ -180,7 +179,7 @@ def failed_tasks(run_dir: str, expected: Optional[List] = None) -> Dict:
     log (:func:`opencompass_longctx.summarizers.failures.find_failures`), and the tail of each such log; also any
     infer log with a traceback whose datasets all have results (a task that failed after writing them; an eval
     task's failure is a dataset without a result, found above)."""
-    from ..summarizers.failures import find_failures
+    from opencompass_longctx.summarizers.failures import find_failures
     if expected is None:
         expected = [(t['model'], d) for t in read_plan(run_dir)['task_list'] for d in t['datasets']]
     failures = find_failures(run_dir, expected, lambda m, a: _result(run_dir, m, a))

@@ -1,7 +1,7 @@
 """The GPU check's stages: the model directory, the datasets, the real ``opencompass`` run per engine, and the
 rehearsal (no GPU: every process stops at its first CUDA call).
 
-The model: a directory with the real Qwen2.5 tokenizer and chat template (:func:`opencompass_longctx.qwen_tokenizer_dir
+The model: a directory with the real Qwen2.5 tokenizer and chat template (:func:`opencompass_longctx.tokenizer.qwen_dir
 .build`) and random bf16 weights at Qwen2.5-7B's geometry (the leaderboard row's ``arch``), made on the GPU; the
 answers are noise, the compute, the memory and the engine path are the real ones. ``--model-dir`` serves a real
 Qwen2.5-7B-Instruct directory instead. The data: the CPU example's datasets (BABILong stand-in files, generated
@@ -20,9 +20,8 @@ import sys
 import time
 from typing import Dict, List, Optional
 
-from .report import REHEARSAL_MARK
-from .runlog import compare_run, failed_tasks, tail
-
+from opencompass_longctx.gpucheck.report import REHEARSAL_MARK
+from opencompass_longctx.gpucheck.runlog import compare_run, failed_tasks, tail
 MODEL_ABBR = 'qwen2.5-7b-instruct'
 POLL_S = 30                                   # seconds between progress saves while opencompass runs
 RUN_NAME = re.compile(r'^\d{8}_\d{6}$')      # OpenCompass's run directory (its start time)
@@ -36,7 +35,7 @@ QWEN25_PUBLISHED = dict(hidden_act='silu', max_position_embeddings=32768, max_wi
 
 
 def model_row() -> Dict:
-    from ..tables.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
+    from opencompass_longctx.tables.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
     return next(r for r in LONGCTX_LMDEPLOY_MODELS if r['abbr'] == MODEL_ABBR)
 
 
@@ -97,7 +96,7 @@ def weight_shapes(config_path: str) -> Dict[str, tuple]:
 
 
 def stage_model(rec, model_dir: str, rehearse: bool) -> Dict:
-    from ..qwen_tokenizer_dir import build
+    from opencompass_longctx.tokenizer.qwen_dir import build
     os.makedirs(model_dir, exist_ok=True)
     build(model_dir)
     with open(os.path.join(model_dir, 'config.json'), 'w', encoding='utf-8') as f:
@@ -115,7 +114,7 @@ def stage_model(rec, model_dir: str, rehearse: bool) -> Dict:
     if rehearse:
         import torch
         torch.empty(1, device='cuda')      # the device run's first CUDA call: stops here in a rehearsal
-    from .environment import in_child      # the weights are made on the GPU in a child: no CUDA context kept here
+    from opencompass_longctx.gpucheck.environment import in_child      # the weights are made on the GPU in a child: no CUDA context kept here
     return existing_weights(model_dir, shapes) or in_child(write_random_weights, model_dir, shapes)
 
 
@@ -198,16 +197,14 @@ from opencompass.partitioners import NaivePartitioner
 from opencompass.runners import LocalRunner
 
 from opencompass_longctx.demo.datasets import DemoBabilongDataset, DemoNoLiMaDataset
-from opencompass_longctx.partitioner import LongCtxPartitioner
-from opencompass_longctx.tasks import LongCtxEvalTask, LongCtxInferTask
-
+from opencompass_longctx.run.partitioner import LongCtxPartitioner
+from opencompass_longctx.run.tasks import LongCtxEvalTask, LongCtxInferTask
 with read_base():
     from opencompass_longctx.configs.datasets.babilong.babilong_base import BABILONG_BASE
     from opencompass_longctx.configs.datasets.longbio.longbio_base import LONGBIO_BASE
     from opencompass_longctx.configs.datasets.nolima.nolima_base import NOLIMA_BASE
     from opencompass_longctx.configs.models.lmdeploy_longctx import lmdeploy_longctx_models
     from opencompass_longctx.configs.summarizers.longctx import summarizer
-
 DATA = {data_dir!r}
 MODEL_DIR = {model_dir!r}
 SHORT, LONG, SAMPLES = {short_tiers!r}, {long_tier!r}, {samples}
@@ -292,7 +289,7 @@ def stage_opencompass(rec, config_path: str, work_dir: str, env: Dict, rehearse:
     out.update(fails)
     out.update(judge_run(out, rehearse))
     if out['status'] == 'failed' and rc != 0:
-        from ..summarizers.failures import last_exception
+        from opencompass_longctx.summarizers.failures import last_exception
         exc = last_exception(tail(log, 400, 64000))
         if exc:         # OpenCompass itself stopped (e.g. the plan's problems): that, not the tasks it never ran
             out['opencompass_error'] = exc

@@ -12,9 +12,8 @@ sequence's KV cache over its context.
 import time
 from typing import Dict, List, Optional
 
-from ..models import geometry
-from ..tables.cost_model import GPUS
-
+from opencompass_longctx.models import geometry
+from opencompass_longctx.tables.cost_model import GPUS
 LENGTHS = (4096, 32768, 131072 - 512)    # prompt tokens; the longest leaves room in a 128k engine
 DECODE_CONTEXT = 4096
 DECODE_NEW = 129
@@ -83,8 +82,7 @@ def bench_engine(cfg: Dict, weights: float, free_bytes: float, batch: int, backe
     engines take their KV blocks from one pool as sequences need them, so one engine serves the 128k prompt alone
     and the decode batch of short ones; the wrapper's own preflight, which asks for session_len x max_batch_size,
     is turned off for it (``preflight=False``)."""
-    from ..models.lmdeploy import engine_reserve_bytes, kv_plan
-
+    from opencompass_longctx.models.lmdeploy import engine_reserve_bytes, kv_plan
     def fits(session, b):
         reserve = engine_reserve_bytes(backend, cfg, {'max_batch_size': b})
         return kv_plan(cfg, weights, session, b, 1, cache_max_entry_count, 0, free_bytes, reserve)['fits']
@@ -108,7 +106,7 @@ def run_bench(rec, model_cfg: Dict, backend: str, batch: int, peak_tflops: Optio
     from lmdeploy import GenerationConfig
     from opencompass.utils import build_model_from_cfg
 
-    from ..models.lmdeploy import weight_bytes
+    from opencompass_longctx.models.lmdeploy import weight_bytes
     path = model_cfg['path']
     with open(os.path.join(path, 'config.json'), encoding='utf-8') as f:
         cfg = json.load(f)
@@ -122,7 +120,7 @@ def run_bench(rec, model_cfg: Dict, backend: str, batch: int, peak_tflops: Optio
     engine_config = dict(model_cfg.get('engine_config') or {}, session_len=plan['session_len'],
                          max_batch_size=plan['max_batch_size'])
     t0 = time.time()
-    from ..selection import without_run_options       # as the infer task builds it (max_tier, thinks removed)
+    from opencompass_longctx.combinations import without_run_options       # as the infer task builds it (max_tier, thinks removed)
     model = build_model_from_cfg(without_run_options(dict(model_cfg, backend=backend, engine_config=engine_config,
                                                           max_seq_len=plan['session_len'], preflight=False)))
     rec.set(engine_start_s=round(time.time() - t0, 1), backend_reason=getattr(model, 'backend_reason', None))

@@ -8,10 +8,8 @@ that fails it has each bio encoded whole. What changes here: how pieces are coun
 import random
 from typing import Dict
 
-from .people import PersonStream, bio_text, cite_body, render_sentences, template_set
-from .pools import ATTRIBUTES, load_pools
-
-
+from opencompass_longctx.longbio.people import PersonStream, bio_text, cite_body, render_sentences, template_set
+from opencompass_longctx.longbio.pools import ATTRIBUTES, load_pools
 class Counter:
     """Token counts of prompt pieces.
 

@@ -5,15 +5,13 @@ from typing import ClassVar, Optional
 
 from opencompass.datasets.base import BaseDataset
 
-from ..cache import DatasetCache, make_key, record_build
-from ..options import Options, flag, integer, option
-from ..parallel import check_num_proc
-from ..tiers import dataset_tier
-from .face import BENCHMARK
-from .generator import Spec, generate, make_spec
-from .tasks import LongBioConfigError
-
-
+from opencompass_longctx.cache import DatasetCache, make_key, record_build
+from opencompass_longctx.options import Options, flag, integer, option
+from opencompass_longctx.parallel import check_num_proc
+from opencompass_longctx.tiers import dataset_tier
+from opencompass_longctx.longbio.spec import BENCHMARK
+from opencompass_longctx.longbio.generator import Spec, generate, make_spec
+from opencompass_longctx.longbio.cells import LongBioConfigError
 @dataclass(frozen=True)
 class LongBioOptions(Options):
     """One cell's options. ``cell`` (e.g. 'rank_5') or ``task`` + ``n``; ``mode`` 'compat' | 'strict';
@@ -71,7 +69,7 @@ def load_cell(o: LongBioOptions):
 
 class LongBioDataset(BaseDataset):
     """``type=LongBioDataset`` in configs; every extra config key is an option of :class:`LongBioOptions`."""
-    benchmark = BENCHMARK      # what the planner, the run checks and the summarizer read (face.py)
+    benchmark = BENCHMARK      # what the planner, the run checks and the summarizer read (spec.py)
     options = LongBioOptions   # what load and the run checks parse a config's keys with
 
     @staticmethod

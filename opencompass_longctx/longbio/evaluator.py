@@ -5,11 +5,9 @@ import os
 from opencompass.openicl.icl_evaluator import BaseEvaluator
 from opencompass.utils import get_logger
 
-from .. import __version__, overlength
-from ..models.prefill import is_prefilled
-from .scoring import MODES, ScoringError, score_cell, truncate_for
-
-
+from opencompass_longctx import __version__, overlength
+from opencompass_longctx.models.prefill import is_prefilled
+from opencompass_longctx.longbio.scoring import MODES, ScoringError, score_cell, truncate_for
 def prefix_sent(origin_prompt, prefix: str):
     """Whether the model continued the answer prefix: its chat prompt ends with a prefilled message (the package's
     model wrappers, :mod:`opencompass_longctx.models.prefill`), or its plain-text prompt (a base model's) ends
@@ -100,6 +98,6 @@ class LongBioEvaluator(BaseEvaluator):
         for d, s, seed in zip(details, sent, seeds):
             d['answer_prefix'] = s
             if seed is not None:
-                d['seed'] = seed   # names the sample's cluster (the face's cluster_keys)
+                d['seed'] = seed   # names the sample's cluster (the spec's cluster_keys)
         out['details'] = details
         return out

@@ -13,7 +13,7 @@ text: system message + user message + assistant prefix (chat-template tokens and
 counted; ``reserve_tokens`` holds some back). The data tokenizer defaults to ``tiktoken:qwen2``: the authors'
 (Qwen2.5-7B-Instruct's vocabulary, split pattern and NFC normaliser, offline), so tier lengths are the
 authors'. A Hugging Face tokenizer directory is counted through its exact tiktoken twin when it has one
-(``tokenization``), so every count below, the final check included, costs a tiktoken pass.
+(``tokenizer.counting``), so every count below, the final check included, costs a tiktoken pass.
 
 The user message is cut into pieces at word boundaries ("Context:", " " + each bio without its trailing space, " " + the rest of the user message) whose token
 counts add up exactly to the count of the whole text for regex-pretokenized BPE tokenizers (tiktoken, and
@@ -45,15 +45,14 @@ import random
 from dataclasses import dataclass, fields
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .. import __version__, parallel
-from ..tables.tier_table import STANDARD_TIERS
-from ..tiers import parse_tier
-from ..tokenization import QWEN2_TOKENIZER
-from .counting import Counter
-from .pools import load_pools
-from .sample import Sample, Unit, bio_label
-from .tasks import CONTEXT_HEAD, LongBioConfigError, Prompt, check_mode, check_shots, resolve_cell
-
+from opencompass_longctx import __version__, parallel
+from opencompass_longctx.tables.tier_table import STANDARD_TIERS
+from opencompass_longctx.tiers import parse_tier
+from opencompass_longctx.tokenizer.counting import QWEN2_TOKENIZER
+from opencompass_longctx.longbio.counting import Counter
+from opencompass_longctx.longbio.pools import load_pools
+from opencompass_longctx.longbio.sample import Sample, Unit, bio_label
+from opencompass_longctx.longbio.cells import CONTEXT_HEAD, LongBioConfigError, Prompt, check_mode, check_shots, resolve_cell
 GENERATOR_VERSION = 1
 TIER_UNIT = 1024
 DEFAULT_TOKENIZER = QWEN2_TOKENIZER   # the authors' data tokenizer (Qwen2.5's vocabulary), offline
@@ -119,7 +118,7 @@ def _spec_in_worker(state: Dict, fingerprint: str) -> Spec:
 
 def make_spec(tier, cell=None, task=None, n=None, mode='compat', shots=None, seed=2024, density=1.0,
               depth=(0.0, 1.0), reserve_tokens=0, tokenizer=None, verify_length=None) -> Spec:
-    from ..tokenization import get_tokenizer
+    from opencompass_longctx.tokenizer.counting import get_tokenizer
     c = resolve_cell(cell, task, n)
     check_mode(mode)
     shots = check_shots(c['task'], shots)

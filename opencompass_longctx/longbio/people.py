@@ -19,8 +19,7 @@ import random
 import re
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from .pools import ATTRIBUTES, OBJECT, SUBJECT, VALUE, Pools, load_pools
-
+from opencompass_longctx.longbio.pools import ATTRIBUTES, OBJECT, SUBJECT, VALUE, Pools, load_pools
 REFERENCE_YEAR = 2024
 FIRST_DATE, LAST_DATE = datetime.date(1950, 1, 1), datetime.date(2001, 12, 31)
 BIO_ORDER = ATTRIBUTES  # with 'age' in place of 'birthdate' in the math tasks

@@ -13,8 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
-from ..util import sha256_file
-
+from opencompass_longctx.util import sha256_file
 POOLS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'pools')
 MANIFEST = 'manifest.json'
 

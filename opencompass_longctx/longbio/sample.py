@@ -10,12 +10,11 @@ import random
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Tuple
 
-from .counting import Counter
-from .people import (PersonStream, bio_text, cite_body, draw_people, redraw_birthdate, render_sentences,
+from opencompass_longctx.longbio.counting import Counter
+from opencompass_longctx.longbio.people import (PersonStream, bio_text, cite_body, draw_people, redraw_birthdate, render_sentences,
                      standard_bio_format, template_set)
-from .pools import ATTRIBUTES, load_pools
-from .tasks import CONTEXT_HEAD, MATH_TASKS, Prompt, build_prompt, make_group
-
+from opencompass_longctx.longbio.pools import ATTRIBUTES, load_pools
+from opencompass_longctx.longbio.cells import CONTEXT_HEAD, MATH_TASKS, Prompt, build_prompt, make_group
 POOL_SIZE = 10_000        # compat: the authors' per-run seed pool of distinct people
 
 

@@ -8,9 +8,7 @@ With ``continue_final_message=False`` it behaves exactly like OpenCompass's wrap
 """
 from opencompass.models import HuggingFacewithChatTemplate
 
-from . import prefill
-
-
+from opencompass_longctx.models import prefill
 class LongCtxHFChatModel(HuggingFacewithChatTemplate):
     """``HuggingFacewithChatTemplate`` plus ``continue_final_message`` (default True): a prompt template whose last
     ``BOT`` turn has text (an answer prefix) is rendered with transformers' ``continue_final_message=True`` and the

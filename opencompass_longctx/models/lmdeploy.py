@@ -32,8 +32,7 @@ from typing import Dict, Optional, Tuple
 
 from opencompass.models import TurboMindModelwithChatTemplate
 
-from . import geometry, prefill, recipe, responses
-
+from opencompass_longctx.models import geometry, prefill, recipe, responses
 KV_BYTES = {0: 2.0, 8: 1.0, 4: 0.5}  # quant_policy -> bytes per cached value
 
 
@@ -292,9 +291,9 @@ def harmony_vocabulary(cfg: Dict) -> Optional[str]:
         return None
     import shutil
 
-    from ..cache import cache_root
-    from ..tokenization import _TIKTOKEN_FILES, _find_tiktoken_file
-    from ..util import sha256_file
+    from opencompass_longctx.cache import cache_root
+    from opencompass_longctx.tokenizer.counting import _TIKTOKEN_FILES, _find_tiktoken_file
+    from opencompass_longctx.util import sha256_file
     source = _find_tiktoken_file('o200k_base')
     if sha256_file(source) != _TIKTOKEN_FILES['o200k_base'][1]:
         raise LMDeployConfigError(f'{source} is not the o200k_base vocabulary openai_harmony expects (sha256 '
@@ -373,7 +372,7 @@ class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
                  trust_remote_code: bool = False, native_window: Optional[int] = None,
                  long_context: Optional[Dict] = None, rope: Optional[Dict] = None, caveats=None,
                  max_tier: Optional[str] = None, **kwargs):
-        # max_tier: the largest tier the run gives this model (opencompass_longctx.selection reads it)
+        # max_tier: the largest tier the run gives this model (opencompass_longctx.combinations reads it)
         engine_config = dict(engine_config or {})
         if max_seq_len and 'session_len' not in engine_config:
             engine_config['session_len'] = max_seq_len

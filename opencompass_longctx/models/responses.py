@@ -53,8 +53,7 @@ from collections import Counter
 
 from opencompass.utils import get_logger
 
-from ..overlength import ENGINE_ERROR, ENGINE_TOO_SMALL, OVER_LENGTH
-
+from opencompass_longctx.overlength import ENGINE_ERROR, ENGINE_TOO_SMALL, OVER_LENGTH
 CONTEXT_LENGTH_EXCEEDED = 'context_length_exceeded'   # lmdeploy.serve.core.exceptions.ErrorCode values
 INTERNAL_ERROR = 'internal_error'
 KV_FULL = ('TurboMind: cache out of memory, the KV cache cannot admit this sequence even alone '

@@ -7,8 +7,7 @@ directory is here, else the one the shipped model table declares."""
 import os
 from typing import Dict, Optional
 
-from . import geometry
-
+from opencompass_longctx.models import geometry
 GIB = 1024 ** 3
 BATCH_CAP = 64             # largest max_batch_size the planner gives an engine
 
@@ -18,7 +17,7 @@ def is_lmdeploy(model_cfg) -> bool:
 
 
 def _table_row(model_cfg) -> Optional[Dict]:
-    from ..tables.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
+    from opencompass_longctx.tables.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
     for row in LONGCTX_LMDEPLOY_MODELS:
         if row['abbr'] == model_cfg.get('abbr'):
             return row
@@ -27,7 +26,7 @@ def _table_row(model_cfg) -> Optional[Dict]:
 
 def model_geometry(model_cfg) -> Dict:
     """config.json of the model directory, else the geometry the shipped model table declares, else {}."""
-    from .lmdeploy import read_model_config
+    from opencompass_longctx.models.lmdeploy import read_model_config
     path = model_cfg.get('path')
     if path and os.path.isfile(os.path.join(path, 'config.json')):
         return {'config': read_model_config(path), 'source': 'config.json'}
@@ -50,7 +49,7 @@ def engine_backend(model_cfg, cfg: Optional[Dict]):
     and whether TurboMind's library loads). Where the plan is made on a machine without a GPU (a login node, a CPU
     box) TurboMind not loading says nothing about the GPU machine: the plan then keeps the architecture's choice and
     says so; without LMDeploy installed here an 'auto' row is planned as TurboMind, and the plan says so too."""
-    from .lmdeploy import LMDeployConfigError, choose_backend, serving_backend, turbomind_status
+    from opencompass_longctx.models.lmdeploy import LMDeployConfigError, choose_backend, serving_backend, turbomind_status
     requested = model_cfg.get('backend', 'auto')
     try:
         backend, why = choose_backend(cfg or {}, requested)
@@ -69,13 +68,13 @@ def engine_memory_gib(gpu: Dict) -> float:
     """GiB the engine sizes its cache from on ``gpu`` (a cost-model GPUS entry): what CUDA reports as the total
     less what it holds before the engine starts (tables/cost_model.py CUDA_NOT_FREE_GIB); a GPU given only by
     ``memory_gib`` is taken at that less the same."""
-    from ..tables.cost_model import CUDA_NOT_FREE_GIB
+    from opencompass_longctx.tables.cost_model import CUDA_NOT_FREE_GIB
     return float(gpu.get('visible_memory_gib') or gpu['memory_gib']) - CUDA_NOT_FREE_GIB
 
 
 def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) -> Dict:
     """max_batch_size for ``session_len`` from the KV-cache arithmetic (the runtime preflight's), and its verdict."""
-    from .lmdeploy import (KV_BYTES, LMDeployConfigError, _text_config, engine_reserve_bytes, kv_bytes_per_token,
+    from opencompass_longctx.models.lmdeploy import (KV_BYTES, LMDeployConfigError, _text_config, engine_reserve_bytes, kv_bytes_per_token,
                                   kv_geometry, kv_plan, weight_bytes)
     ec = dict(model_cfg.get('engine_config') or {})
     tp = int(ec.get('tp', 1))
@@ -83,7 +82,7 @@ def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) ->
     out = {'session_len': session_len, 'tp': tp, 'geometry': geo.get('source')}
     try:
         out['backend'], out['backend_reason'] = engine_backend(model_cfg, geo.get('config'))
-        from .lmdeploy import ray_isolation
+        from opencompass_longctx.models.lmdeploy import ray_isolation
         ray = ray_isolation(out['backend'], tp, os.environ)[1]
         out['backend_reason'] += f'; {ray}' if ray else ''
     except LMDeployConfigError as e:
@@ -137,7 +136,7 @@ def model_tokenizer(model_cfg):
     if not path or not os.path.isdir(path):
         return None
     try:
-        from ..tokenization import get_tokenizer
+        from opencompass_longctx.tokenizer.counting import get_tokenizer
         return get_tokenizer(path)
     except Exception:  # noqa: BLE001 - the plan then uses the default headroom (and says so)
         return None

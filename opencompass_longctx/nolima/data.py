@@ -18,10 +18,9 @@ sha256 recorded in ``longctx_manifest.json``; every file listed in a manifest is
 import os
 from typing import Dict, List, Optional, Sequence
 
-from ..sources import (DataNotFoundError, Source, default_download_root, download_enabled, fetch, search_roots,
+from opencompass_longctx.data_files import (DataNotFoundError, Source, default_download_root, download_enabled, fetch, search_roots,
                        verify)
-from .needles import VARIANT_FILES
-
+from opencompass_longctx.nolima.needles import VARIANT_FILES
 HUB_REPO = 'amodaresi/NoLiMa'
 # The revision a third-party adapter pins (it includes rand_shuffle_long). Every download uses it unless
 # revision= says otherwise, and the files' sha256 are recorded at download time.
@@ -38,7 +37,7 @@ SOURCE = Source(
         f'  huggingface-cli download {HUB_REPO} --repo-type dataset --revision {NOLIMA_REVISION} '
         '--local-dir {dir}\n'
         '(or point path= in the dataset config, or $NOLIMA_DATA, at a directory in that layout), then record '
-        'the files\' sha256 with:\n  python -m opencompass_longctx.sources manifest {dir}'))
+        'the files\' sha256 with:\n  python -m opencompass_longctx.data_files manifest {dir}'))
 
 
 def needle_relpath(variant: str) -> str:

@@ -29,20 +29,19 @@ import warnings
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, Dict, List, Optional
 
-from .. import parallel
-from ..cache import DatasetCache, make_key, record_build
-from ..options import Options, by, flag, integer, one_of, option, text
-from ..tiers import Tier, dataset_tier
-from ..tokenization import DEFAULT_TOKENIZER, get_tokenizer
-from ..util import refuse_removed_options
-from . import data as ndata
-from . import haystack as hs
-from .haystack import default_depth_intervals
-from .build import SplitPlan, build_rows
-from .face import BENCHMARK
-from .needles import CHAR, NoLiMaError, load_pairs, resolve_variant, select_pairs
-from .prompts import MAX_NEW_TOKENS, SYSTEM_PROMPT, TASK_TEMPLATE, build_prompt
-
+from opencompass_longctx import parallel
+from opencompass_longctx.cache import DatasetCache, make_key, record_build
+from opencompass_longctx.options import Options, by, flag, integer, one_of, option, text
+from opencompass_longctx.tiers import Tier, dataset_tier
+from opencompass_longctx.tokenizer.counting import DEFAULT_TOKENIZER, get_tokenizer
+from opencompass_longctx.util import refuse_removed_options
+from opencompass_longctx.nolima import data as ndata
+from opencompass_longctx.nolima import haystack as hs
+from opencompass_longctx.nolima.haystack import default_depth_intervals
+from opencompass_longctx.nolima.build import SplitPlan, build_rows
+from opencompass_longctx.nolima.spec import BENCHMARK
+from opencompass_longctx.nolima.needles import CHAR, NoLiMaError, load_pairs, resolve_variant, select_pairs
+from opencompass_longctx.nolima.prompts import MAX_NEW_TOKENS, SYSTEM_PROMPT, TASK_TEMPLATE, build_prompt
 PLACEMENTS = ('standard', 'static', 'last2k')
 BUILD_VERSION = 1
 CHAT_MARGIN = 64  # tokens allowed for the chat template and system message in the max_seq_len check
@@ -281,7 +280,7 @@ class NoLiMaDataset(BaseDataset):
     repeated ``n`` times), but the two columns are appended to the Arrow table instead of written by
     ``Dataset.map``, which would copy every prompt (over 1 GB at 32K) in each OpenCompass process.
     """
-    benchmark = BENCHMARK      # what the planner, the run checks and the summarizer read (face.py)
+    benchmark = BENCHMARK      # what the planner, the run checks and the summarizer read (spec.py)
     options = NoLiMaOptions    # what load and the run checks parse a config's keys with
 
     def __init__(self, reader_cfg: Optional[Dict] = None, k=1, n: int = 1, **kwargs):

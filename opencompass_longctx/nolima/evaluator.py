@@ -4,11 +4,9 @@ from collections import defaultdict
 
 from opencompass.openicl.icl_evaluator import BaseEvaluator
 
-from .. import __version__
-from .scoring import METRICS, check_metric, check_predictions, score_many
-
-from ..overlength import is_over_length, marker_counts
-
+from opencompass_longctx import __version__
+from opencompass_longctx.nolima.scoring import METRICS, check_metric, check_predictions, score_many
+from opencompass_longctx.overlength import is_over_length, marker_counts
 DETAIL_FIELDS = ('pair', 'entry_id', 'group', 'test_id', 'question_type', 'order', 'reasoning_type', 'variant',
                  'haystack',
                  'haystack_index', 'haystack_tier', 'depth', 'depth_index', 'context_length', 'tier', 'character',

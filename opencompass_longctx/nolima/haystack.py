@@ -38,9 +38,8 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from ..cache import CachePermissionError, EntryDamaged, cache_root, drop_entry, file_digest, read_entry, write_entry
-from .needles import NoLiMaError
-
+from opencompass_longctx.cache import CachePermissionError, EntryDamaged, cache_root, drop_entry, file_digest, read_entry, write_entry
+from opencompass_longctx.nolima.needles import NoLiMaError
 PREPROCESS_VERSION = 2  # 2: line ends translated as in text mode
 PARTS_CACHE_SIZE = 64  # decoded windows kept per book (26 depths of a tier, and then some)
 

@@ -16,9 +16,8 @@ counted separately; so is a prediction that is not a string.
 import re
 from typing import Dict, List, Optional, Sequence
 
-from .. import overlength
-from .needles import NoLiMaError
-
+from opencompass_longctx import overlength
+from opencompass_longctx.nolima.needles import NoLiMaError
 METRICS = ('contains', 'EM', 'lastline_contains', 'lastline_EM')
 _THINK = re.compile(r'<think>.*?</think>', re.DOTALL)
 

@@ -21,11 +21,10 @@ import mmengine
 from opencompass.summarizers.default import model_abbr_from_cfg_used_in_summarizer
 from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
 
-from ..summarizers.longctx import RobustSummarizer
-from ..tiers import parse_tier
-from . import metrics as nm
-from .needles import resolve_variant
-
+from opencompass_longctx.summarizers.longctx import RobustSummarizer
+from opencompass_longctx.tiers import parse_tier
+from opencompass_longctx.nolima import metrics as nm
+from opencompass_longctx.nolima.needles import resolve_variant
 _DETAIL_KEYS = ('pair', 'haystack', 'context_length', 'correct', 'question_type', 'order', 'depth_index', 'group',
                 'over_length')
 

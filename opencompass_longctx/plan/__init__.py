@@ -11,7 +11,7 @@
   generation), capped at the model's own ``max_seq_len``; ``max_batch_size`` from the KV-cache arithmetic of
   :mod:`opencompass_longctx.models.lmdeploy` for that ``session_len`` on the declared GPU
   (:mod:`opencompass_longctx.models.sizing`). Other models (Hugging Face on a CPU) are only grouped.
-* Samples and prompt tokens: from each dataset's benchmark face (:mod:`opencompass_longctx.faces`): exact from the
+* Samples and prompt tokens: from each dataset's benchmark spec (:mod:`opencompass_longctx.spec`): exact from the
   dataset's build record when it was built before, else the tier arithmetic (:mod:`.loads`).
 * Cost: GPU-hours from the cost model (``opencompass_longctx/tables/cost_model.py``) and the harness
   overhead (engine starts and subprocess imports) as a share of the total (:mod:`.cost`).
@@ -21,14 +21,14 @@
 Modules: :mod:`.bands`, :mod:`.loads`, :mod:`.grouping` (tasks and the plan's summary), :mod:`.cost`,
 :mod:`.checks`, :mod:`.render` (markdown and JSON). None of them names a benchmark.
 
-``LongCtxPartitioner`` (:mod:`opencompass_longctx.partitioner`) runs this in every ``opencompass`` run, ``--dry-run``
+``LongCtxPartitioner`` (:mod:`opencompass_longctx.run.partitioner`) runs this in every ``opencompass`` run, ``--dry-run``
 included, prints the plan and writes it next to the run (``<work_dir>/plan/``).
 """
-from ..models.sizing import BATCH_CAP, GIB, is_lmdeploy, model_geometry, model_tokenizer, size_engine  # noqa: F401
-from ..tiers import parse_tier  # noqa: F401
-from .bands import PlanError, band_edges, band_name, band_of  # noqa: F401
-from .checks import check_run, engine_problems  # noqa: F401
-from .cost import cost_model, task_seconds  # noqa: F401
-from .grouping import TaskPlan, make_plan, shard_count, summarize  # noqa: F401
-from .loads import SIZE_HEADROOM, TEMPLATE_TOKENS, DatasetLoad, dataset_load  # noqa: F401
-from .render import to_json, to_markdown, write  # noqa: F401
+from opencompass_longctx.models.sizing import BATCH_CAP, GIB, is_lmdeploy, model_geometry, model_tokenizer, size_engine  # noqa: F401
+from opencompass_longctx.tiers import parse_tier  # noqa: F401
+from opencompass_longctx.plan.bands import PlanError, band_edges, band_name, band_of  # noqa: F401
+from opencompass_longctx.plan.checks import check_run, engine_problems  # noqa: F401
+from opencompass_longctx.plan.cost import cost_model, task_seconds  # noqa: F401
+from opencompass_longctx.plan.grouping import TaskPlan, make_plan, shard_count, summarize  # noqa: F401
+from opencompass_longctx.plan.loads import SIZE_HEADROOM, TEMPLATE_TOKENS, DatasetLoad, dataset_load  # noqa: F401
+from opencompass_longctx.plan.render import to_json, to_markdown, write  # noqa: F401

@@ -2,10 +2,8 @@
 so a model's engine starts once per band."""
 from typing import List, Optional, Sequence
 
-from ..tables.tier_table import TIER_BANDS
-from ..tiers import TierError, parse_tier
-
-
+from opencompass_longctx.tables.tier_table import TIER_BANDS
+from opencompass_longctx.tiers import TierError, parse_tier
 class PlanError(ValueError):
     """A run that cannot be planned (bad band list, shard count, cost-model entry)."""
 

@@ -1,5 +1,5 @@
 """The run checks: every problem that can be found without a GPU and without building a dataset (model
-directories and their tokenizers, ``$LONGCTX_MODEL_ROOT``, each dataset's data as its benchmark's face checks it,
+directories and their tokenizers, ``$LONGCTX_MODEL_ROOT``, each dataset's data as its benchmark's spec checks it,
 its options as its load parses them, an abbr that names another tier, removed options, engines that cannot hold
 one sequence), in one list."""
 import json
@@ -7,13 +7,11 @@ import os
 import re
 from typing import Dict, List, Optional, Sequence
 
-from ..faces import check_tokenizer, face_class, face_of, load_kwargs
-from ..models.sizing import is_lmdeploy
-from ..options import parse_config
-from ..tiers import TierError, parse_tier
-from ..util import type_name
-
-
+from opencompass_longctx.spec import check_tokenizer, spec_class, spec_of, load_kwargs
+from opencompass_longctx.models.sizing import is_lmdeploy
+from opencompass_longctx.options import parse_config
+from opencompass_longctx.tiers import TierError, parse_tier
+from opencompass_longctx.util import type_name
 def check_run(models: Sequence[Dict], datasets: Sequence[Dict]) -> List[Dict]:
     """Every problem that can be found without a GPU and without building a dataset: a list of
     ``{'problem': text, 'where': [model or dataset abbrs]}``, one entry per distinct problem."""
@@ -33,34 +31,34 @@ def check_run(models: Sequence[Dict], datasets: Sequence[Dict]) -> List[Dict]:
             'export LONGCTX_MODEL_ROOT=<the directory holding the model directories>', 'environment')
     seen: Dict = {}
     for d in datasets:
-        face = face_of(d)
-        if face is None:
+        spec = spec_of(d)
+        if spec is None:
             continue
         try:
-            key = json.dumps([type_name(d)] + [d.get(k) for k in ('tokenizer',) + face.check_keys],
+            key = json.dumps([type_name(d)] + [d.get(k) for k in ('tokenizer',) + spec.check_keys],
                              default=str)
         except Exception:  # noqa: BLE001
             key = d.get('abbr')
         if key not in seen:
-            seen[key] = dataset_problems(face, d)
-        for p in seen[key] + option_problems(d) + tier_problems(face, d):
+            seen[key] = dataset_problems(spec, d)
+        for p in seen[key] + option_problems(d) + tier_problems(spec, d):
             add(p, d.get('abbr'))
     return [{'problem': p, 'where': w} for p, w in found.items()]
 
 
-def dataset_problems(face, d: Dict) -> List[str]:
-    """A dataset config's problems: its tokenizer, options its class no longer takes, and the data its face checks
+def dataset_problems(spec, d: Dict) -> List[str]:
+    """A dataset config's problems: its tokenizer, options its class no longer takes, and the data its spec checks
     (a class that prepares its own data, such as the demo's, is not checked for it)."""
     problems: List[str] = []
     try:
         problems.extend(check_tokenizer(d.get('tokenizer')))
     except Exception as e:  # noqa: BLE001 - every problem is reported, none stops the other checks
         problems.append(f'{type(e).__name__}: {e}')
-    cls = face_class(d)
+    cls = spec_class(d)
     removed = getattr(cls, 'REMOVED_OPTIONS', {})
     problems.extend(removed[k] for k in sorted(set(removed) & set(d)))
     if not getattr(cls, 'PREPARES_DATA', False):
-        problems.extend(face.problems(d))
+        problems.extend(spec.problems(d))
     return problems
 
 
@@ -68,9 +66,9 @@ def option_problems(d: Dict) -> List[str]:
     """What the dataset's load would refuse in its options: the load's own parse (:mod:`..options`) run on the
     config's keys, its error as the problem (a tokenizer that :func:`check_tokenizer` already reports is left
     to it)."""
-    from ..tokenization import TokenizerError
+    from opencompass_longctx.tokenizer.counting import TokenizerError
     try:
-        parse_config(face_class(d), load_kwargs(d))
+        parse_config(spec_class(d), load_kwargs(d))
     except Exception as e:  # noqa: BLE001 - every refusal is a problem, with the load's message
         if isinstance(e, TokenizerError) and check_tokenizer(d.get('tokenizer')):
             return []
@@ -78,7 +76,7 @@ def option_problems(d: Dict) -> List[str]:
     return []
 
 
-def tier_problems(face, d: Dict) -> List[str]:
+def tier_problems(spec, d: Dict) -> List[str]:
     """An abbr that the tier table would file under another tier than the dataset's (or not at all, for spaces
     around it): the abbr must end with the tier as the dataset's load names it."""
     abbr = d.get('abbr')
@@ -91,7 +89,7 @@ def tier_problems(face, d: Dict) -> List[str]:
         tier = parse_tier(d.get('tier')).name
     except TierError:
         return []            # the options' problem
-    for bench in face.summary:
+    for bench in spec.summary:
         m = re.match(bench.pattern, abbr)
         if m and m.group('tier') != tier:
             return [f"dataset abbr {abbr!r} names tier {m.group('tier')!r} but its tier is {tier!r}: its results "
@@ -134,14 +132,14 @@ def _check_model(m: Dict) -> List[str]:
     if not path or tname in ('TinyChatModel', 'BabiRuleReader'):
         return []            # built on first use / not a language model
     if not os.path.isdir(path):
-        from ..tokenization import is_hub_id
+        from opencompass_longctx.tokenizer.counting import is_hub_id
         if is_hub_id(path) and not is_lmdeploy(m):
             return []        # a hub id: resolved from the Hugging Face cache at load time
         return [f'model directory {path!r} does not exist']     # (LongCtxTurboMindModel needs a local directory)
     problems = []
     if not os.path.isfile(os.path.join(path, 'config.json')):
         problems.append(f'model directory {path!r} has no config.json (not a Hugging Face model directory)')
-    from ..tokenization import tokenizer_files
+    from opencompass_longctx.tokenizer.counting import tokenizer_files
     if not tokenizer_files(path):
         problems.append(f'model directory {path!r} has no tokenizer files (tokenizer.json, tokenizer.model, '
                         'vocab.json, ...)')

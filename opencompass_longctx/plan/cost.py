@@ -3,11 +3,9 @@
 import math
 from typing import Dict, Optional, Sequence
 
-from ..tables.cost_model import COST_MODEL, GPUS
-from ..models import geometry
-from .bands import PlanError
-
-
+from opencompass_longctx.tables.cost_model import COST_MODEL, GPUS
+from opencompass_longctx.models import geometry
+from opencompass_longctx.plan.bands import PlanError
 def cost_model(overrides: Optional[Dict] = None) -> Dict:
     cm = dict(COST_MODEL, **(overrides or {}))
     unknown = set(overrides or {}) - set(COST_MODEL) - {'gpus'}

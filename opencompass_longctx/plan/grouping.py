@@ -9,15 +9,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
-from ..models.sizing import BATCH_CAP, is_lmdeploy, model_tokenizer, size_engine
-from ..selection import without_run_options
-from ..tiers import parse_tier, sort_tiers
-from ..util import type_name
-from .bands import PlanError, band_edges, band_name, band_of
-from .cost import cost_model, task_seconds
-from .loads import SIZE_HEADROOM, dataset_load
-
-
+from opencompass_longctx.models.sizing import BATCH_CAP, is_lmdeploy, model_tokenizer, size_engine
+from opencompass_longctx.combinations import without_run_options
+from opencompass_longctx.tiers import parse_tier, sort_tiers
+from opencompass_longctx.util import type_name
+from opencompass_longctx.plan.bands import PlanError, band_edges, band_name, band_of
+from opencompass_longctx.plan.cost import cost_model, task_seconds
+from opencompass_longctx.plan.loads import SIZE_HEADROOM, dataset_load
 @dataclass
 class TaskPlan:
     model: str
@@ -121,7 +119,7 @@ def _task(model, abbr, band, shard, shards, group, cm, batch_cap) -> TaskPlan:
         model_max = int(model.get('max_seq_len') or (model.get('engine_config') or {}).get('session_len') or 0)
         need = max(ld.need_tokens for ld in loads)
         session_len = min(model_max, need) if model_max else need
-        from ..models.recipe import caveats, effective_rope, native_band
+        from opencompass_longctx.models.recipe import caveats, effective_rope, native_band
         if native_band(model, session_len, max(ld.tier_tokens * (ld.ratio or 1.0) for ld in loads)):
             # every tier of the band fits the native window, the engine is longer only for tokenizer headroom:
             # it stops at the native window and gets no static scaling; a prompt that is longer after all is an

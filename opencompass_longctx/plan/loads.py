@@ -1,14 +1,13 @@
-"""A dataset's load for one model: its rows and prompt tokens (from its benchmark's face: exact from the build
+"""A dataset's load for one model: its rows and prompt tokens (from its benchmark's spec: exact from the build
 record, else the tier arithmetic) and the longest prompt plus its answer in the model's tokens, which sizes the
-engine. Nothing here knows a benchmark: the face says what its data tokenizer is and where its text is."""
+engine. Nothing here knows a benchmark: the spec says what its data tokenizer is and where its text is."""
 import math
 from dataclasses import dataclass
 from typing import Dict, Optional
 
-from ..faces import BenchmarkFace, all_faces, face_of
-from ..util import type_name
-from .bands import PlanError
-
+from opencompass_longctx.spec import BenchmarkSpec, all_specs, spec_of
+from opencompass_longctx.util import type_name
+from opencompass_longctx.plan.bands import PlanError
 SIZE_HEADROOM = 1.10       # a tier in the model's tokens: data-tokenizer tokens x 1.10 (tokenizers differ)
 TEMPLATE_TOKENS = 512      # chat template, system message and question around the context
 
@@ -34,13 +33,13 @@ PROBE_TEXT = (
 _SAMPLES: Dict = {}
 
 
-def sample_text(face: BenchmarkFace, d: Dict) -> Optional[str]:
-    """Some of the text a dataset's prompts are made of, read cheaply by its face without building the dataset;
+def sample_text(spec: BenchmarkSpec, d: Dict) -> Optional[str]:
+    """Some of the text a dataset's prompts are made of, read cheaply by its spec without building the dataset;
     None when it is not at hand. Read once per process for all models."""
-    key = (face.name,) + tuple(str(d.get(k)) for k in face.sample_keys)
+    key = (spec.name,) + tuple(str(d.get(k)) for k in spec.sample_keys)
     if key not in _SAMPLES:
         try:
-            _SAMPLES[key] = face.sample_text(d)
+            _SAMPLES[key] = spec.sample_text(d)
         except Exception:  # noqa: BLE001 - the probe text stands in
             _SAMPLES[key] = None
     return _SAMPLES[key]
@@ -49,17 +48,17 @@ def sample_text(face: BenchmarkFace, d: Dict) -> Optional[str]:
 _RATIOS: Dict = {}
 
 
-def token_ratio(model_tok, face: BenchmarkFace, d: Dict) -> Optional[float]:
+def token_ratio(model_tok, spec: BenchmarkSpec, d: Dict) -> Optional[float]:
     """Model tokens per data-tokenizer token, measured on the dataset's own text where it is at hand (else on
     the probe text); None when the model's tokenizer is unknown."""
     if model_tok is None:
         return None
-    data_name = face.data_tokenizer(d)
-    key = (model_tok.fingerprint, face.name, data_name) + tuple(str(d.get(k)) for k in face.sample_keys)
+    data_name = spec.data_tokenizer(d)
+    key = (model_tok.fingerprint, spec.name, data_name) + tuple(str(d.get(k)) for k in spec.sample_keys)
     if key not in _RATIOS:
         try:
-            from ..tokenization import get_tokenizer
-            text = sample_text(face, d) or PROBE_TEXT
+            from opencompass_longctx.tokenizer.counting import get_tokenizer
+            text = sample_text(spec, d) or PROBE_TEXT
             _RATIOS[key] = model_tok.count(text) / max(get_tokenizer(data_name).count(text), 1)
         except Exception:  # noqa: BLE001
             _RATIOS[key] = None
@@ -98,16 +97,16 @@ class DatasetLoad:
 
 def dataset_load(d: Dict, model_max_out_len: Optional[int] = None, model_tok=None) -> DatasetLoad:
     from opencompass.utils import dataset_abbr_from_cfg
-    face = face_of(d)
+    spec = spec_of(d)
     abbr = dataset_abbr_from_cfg(d)
     infer = (d.get('infer_cfg') or {}).get('inferencer') or {}
     max_out = int(infer.get('max_out_len') or model_max_out_len or 0)
-    if face is None:
+    if spec is None:
         raise PlanError(f'{abbr}: not a dataset of this package ({type_name(d)}); LongCtxPartitioner plans the '
-                        f"datasets of {', '.join(f.dataset_type for f in all_faces())} (use NaivePartitioner for "
+                        f"datasets of {', '.join(f.dataset_type for f in all_specs())} (use NaivePartitioner for "
                         'others)')
     if 'tier' not in d:
         raise PlanError(f'{abbr}: the dataset config has no tier')
-    size = face.size(d)
-    return DatasetLoad(abbr, face.name, size.tier.name, size.tier_tokens, size.rows, size.prompt_tokens, size.exact,
-                       max_out, size.row_tokens, token_ratio(model_tok, face, d))
+    size = spec.size(d)
+    return DatasetLoad(abbr, spec.name, size.tier.name, size.tier_tokens, size.rows, size.prompt_tokens, size.exact,
+                       max_out, size.row_tokens, token_ratio(model_tok, spec, d))

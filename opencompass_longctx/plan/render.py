@@ -4,10 +4,8 @@ import os
 from dataclasses import asdict
 from typing import Dict, List, Optional
 
-from ..models.recipe import CAVEAT_MARK
-from ..selection import left_out_lines
-
-
+from opencompass_longctx.models.recipe import CAVEAT_MARK
+from opencompass_longctx.combinations import left_out_lines
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
@@ -59,7 +57,7 @@ def to_markdown(summary: Dict) -> str:
         lines += ['', 'Engine sizing notes:'] + [f'- {m} {band}: {r}' for m, band, r in reasons]
     if summary.get('left_out'):
         lines += ['', f"Left out ({len(summary['left_out'])} model x dataset pairs of the config, "
-                      'opencompass_longctx.selection):'] + left_out_lines(summary['left_out'])
+                      'opencompass_longctx.combinations):'] + left_out_lines(summary['left_out'])
     lines += ['', f"Problems found without a GPU ({len(summary['problems'])}):"]
     lines += [_problem_line(p) for p in summary['problems']] or ['- none']
     return '\n'.join(lines) + '\n'
@@ -67,7 +65,7 @@ def to_markdown(summary: Dict) -> str:
 
 def _engine_lines(summary: Dict) -> List[str]:
     """Per LMDeploy model: the engine that runs it and why, the RoPE scaling of each band, and the caveat marks."""
-    from ..models.recipe import rope_text
+    from opencompass_longctx.models.recipe import rope_text
     lines = []
     for model, m in summary['models'].items():
         if m.get('backend'):

@@ -6,11 +6,9 @@ from typing import Dict, Sequence
 
 from opencompass.utils import model_abbr_from_cfg
 
-from ..models.recipe import CAVEAT_MARK, caveats
-from ..tiers import parse_tier, sort_tiers
-from .specs import BENCHMARKS, Cell
-
-
+from opencompass_longctx.models.recipe import CAVEAT_MARK, caveats
+from opencompass_longctx.tiers import parse_tier, sort_tiers
+from opencompass_longctx.summarizers.rows import BENCHMARKS, Cell
 @dataclasses.dataclass
 class MarkedCell(Cell):
     mark: str = ''

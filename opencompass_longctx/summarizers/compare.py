@@ -31,14 +31,13 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..overlength import ENGINE_ERROR, ENGINE_TOO_SMALL, OVER_LENGTH
-from ..tiers import parse_tier
-from . import paired_tests as stats
-from .merge import MergedResults, ReportInputError, _sha, per_model_copy, prompt_text, read_predictions
-from .intervals import value_key
-from .report import _detail_value, effective_text, row_task_names
-from .specs import bench_by_name
-
+from opencompass_longctx.overlength import ENGINE_ERROR, ENGINE_TOO_SMALL, OVER_LENGTH
+from opencompass_longctx.tiers import parse_tier
+from opencompass_longctx.summarizers import paired_tests as stats
+from opencompass_longctx.summarizers.merge import MergedResults, ReportInputError, _sha, per_model_copy, prompt_text, read_predictions
+from opencompass_longctx.summarizers.intervals import value_key
+from opencompass_longctx.summarizers.table import _detail_value, effective_text, row_task_names
+from opencompass_longctx.summarizers.rows import bench_by_name
 RESAMPLES = stats.RESAMPLES
 SEED = stats.SEED
 LEVEL = stats.LEVEL

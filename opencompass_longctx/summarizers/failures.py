@@ -16,7 +16,7 @@ _TASK = re.compile(r'Task \[([^\]]*)\]')                         # OpenICLInferT
 _PROGRESS = re.compile(r'Progress of This Task --> Models: \d+/\d+, Datasets: (\d+)/\d+')
 _LOG_LINE = re.compile(r'^\d\d/\d\d \d\d:\d\d:\d\d - ')           # an OpenCompass logger line
 _HEAD = _TAIL = 1 << 16                                          # bytes read from each end of a log
-# LongCtxInferTask and LongCtxEvalTask (opencompass_longctx/tasks.py) log each dataset that fails and go on
+# LongCtxInferTask and LongCtxEvalTask (opencompass_longctx/run/tasks.py) log each dataset that fails and go on
 _DATASET_FAILED = re.compile(r'longctx: dataset failed \[([^\]]+)\]: (.*)')
 MAX_REASON = 300
 

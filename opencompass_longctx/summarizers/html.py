@@ -13,8 +13,7 @@ import tempfile
 from dataclasses import fields
 from typing import List, Optional, Sequence
 
-from .report import effective_text, shown_rows
-
+from opencompass_longctx.summarizers.table import effective_text, shown_rows
 CHROMIUM_INSTALL = 'apt-get update && apt-get install -y --no-install-recommends chromium'
 CHROMIUM_FLAGS = ('--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
                   '--disable-background-networking', '--disable-component-update', '--disable-sync',
@@ -116,7 +115,7 @@ def starred(p) -> bool:
 
 def _as_paired(p):
     """A leaderboard entry's ``vs`` (asdict of compare.Paired) back as a Paired; a Paired as it is."""
-    from .compare import Paired
+    from opencompass_longctx.summarizers.compare import Paired
     if not isinstance(p, dict):
         return p
     names = {f.name for f in fields(Paired)}
@@ -130,7 +129,7 @@ def direction_text(a: str, b: str, diff: Optional[float], star: bool = False) ->
 
 def method_text(p) -> str:
     """compare.method_text where compare.py has one ('sign-flip (58 clusters)'), else the method and clusters."""
-    from . import compare
+    from opencompass_longctx.summarizers import compare
     if hasattr(compare, 'method_text'):
         return compare.method_text(_as_paired(p))
     method = (p.get('method') if isinstance(p, dict) else p.method) or ''
@@ -139,7 +138,7 @@ def method_text(p) -> str:
 
 
 def _paired_table(table) -> List[str]:
-    from .compare import excluded_text, interval_text
+    from opencompass_longctx.summarizers.compare import excluded_text, interval_text
     head = ['A', 'B', 'benchmark', 'row', 'tier', 'A - B', '95% interval', 'method', 'p', 'pairs', 'excluded',
             'note']
     rows = []
@@ -199,7 +198,7 @@ def _published(report: dict, rows: list) -> List[str]:
 
 
 def rank_rule(rank_by: str) -> str:
-    from . import compare
+    from opencompass_longctx.summarizers import compare
     rule = getattr(compare, 'RANK_RULE', None)
     return rule.format(rank_by=rank_by) if rule else (
         f'By effective length ({rank_by}), then mean. Models in one rank group are not significantly different '
@@ -208,7 +207,7 @@ def rank_rule(rank_by: str) -> str:
 
 def methods_text() -> str:
     """What the paired table's methods mean: compare.py's own words where it has them."""
-    from . import compare
+    from opencompass_longctx.summarizers import compare
     return getattr(compare, 'METHODS', None) or (
         '* and bold: the interval excludes 0; not testable: no variance, never starred. mcnemar: exact McNemar test '
         'and its exact interval (0/1 scores of equal weight); bootstrap: paired bootstrap within datasets '

@@ -1,6 +1,6 @@
 """The tier table's uncertainty: intervals that rest on the benchmark's clusters, and effective-length intervals.
 
-Each benchmark says how its samples are related (``Bench.cluster_keys``, :mod:`opencompass_longctx.faces`). From a
+Each benchmark says how its samples are related (``Bench.cluster_keys``, :mod:`opencompass_longctx.spec`). From a
 result's per-sample details this module makes, per dataset (or split of one), its :class:`Unit`: the scored samples
 tallied by cluster (sum of values, count). A table cell is a weighted mean of units (a dataset; the mean of a row's
 datasets; the mean of rows), kept as ``Cell.units`` {unit key: weight}; its interval is the cluster-robust one of
@@ -18,8 +18,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .metrics import BOOT_SEED, BOOTSTRAP, clustered_ci, effective_interval, mean_with_ci
-
+from opencompass_longctx.summarizers.metrics import BOOT_SEED, BOOTSTRAP, clustered_ci, effective_interval, mean_with_ci
 HEADLINE_KEY = {'citation': 'citation_hit', 'answer': 'answer_hit'}
 
 

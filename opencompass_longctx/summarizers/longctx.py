@@ -21,14 +21,13 @@ from opencompass.summarizers.default import (METRIC_BLACKLIST, METRIC_WHITELIST,
                                              model_abbr_from_cfg_used_in_summarizer)
 from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
 
-from .caveats import mark_caveats
-from ..selection import resolved_config
-from .failures import Failure
-from .metrics import NOLIMA_RATIO, RULER_THRESHOLD
-from .placement import ALLOW_ENV, allow_unplaced_enabled, exit_message, section, stopping, unplaced
-from .report import ModelInfo, Results, build, to_markdown, write
-from .specs import BENCHMARKS, classify
-
+from opencompass_longctx.summarizers.caveats import mark_caveats
+from opencompass_longctx.combinations import resolved_config
+from opencompass_longctx.summarizers.failures import Failure
+from opencompass_longctx.summarizers.metrics import NOLIMA_RATIO, RULER_THRESHOLD
+from opencompass_longctx.summarizers.placement import ALLOW_ENV, allow_unplaced_enabled, exit_message, section, stopping, unplaced
+from opencompass_longctx.summarizers.table import ModelInfo, Results, build, to_markdown, write
+from opencompass_longctx.summarizers.rows import BENCHMARKS, classify
 FAIL_ENV = 'LONGCTX_FAIL_ON_MISSING'
 
 
@@ -137,7 +136,7 @@ class LongCtxSummarizer(RobustSummarizer):
                  prompt_db=None, ruler_threshold: float = RULER_THRESHOLD, nolima_ratio: float = NOLIMA_RATIO,
                  model_aliases: Optional[Dict[str, Dict[str, str]]] = None, plots: bool = True,
                  fail_on_missing: Optional[bool] = None, allow_unplaced: Optional[bool] = None) -> None:
-        config = resolved_config(config)   # each model's datasets as the run made them (opencompass_longctx.selection)
+        config = resolved_config(config)   # each model's datasets as the run made them (opencompass_longctx.combinations)
         self.abbrs = [dataset_abbr_from_cfg(d) for d in config['datasets']]
         given = list(summary_groups or [])
         names = {g['name'] for g in given}

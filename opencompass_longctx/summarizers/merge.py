@@ -38,11 +38,10 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .failures import Failure, find_failures
-from .identity import compare as compare_identities, init_defaults as _init_defaults, model_identity
-from .report import INCOMPARABLE, ModelInfo, Results, checked_reader  # noqa: F401 (INCOMPARABLE: the mark)
-from .specs import classify
-
+from opencompass_longctx.summarizers.failures import Failure, find_failures
+from opencompass_longctx.summarizers.identity import compare as compare_identities, init_defaults as _init_defaults, model_identity
+from opencompass_longctx.summarizers.table import INCOMPARABLE, ModelInfo, Results, checked_reader  # noqa: F401 (INCOMPARABLE: the mark)
+from opencompass_longctx.summarizers.rows import classify
 _STAMP = re.compile(r'^\d{8}_\d{6}$')
 # {(run directory, model abbr shown): the abbr the run wrote its files under}, for the models renamed with ``--as``:
 # read_predictions(run, shown abbr, dataset) is how the comparison reads a chosen result's predictions.
@@ -135,7 +134,7 @@ def load_run(work_dir: str) -> Run:
     from mmengine.config import Config
     from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
 
-    from .longctx import table_inputs
+    from opencompass_longctx.summarizers.longctx import table_inputs
     cfg = Config.fromfile(sorted(glob.glob(os.path.join(path, 'configs', '*.py')))[-1])
     models, abbrs, expected = table_inputs(cfg)
     run = Run(path=path, cfg=cfg, models=models, model_cfgs={model_abbr_from_cfg(m): m for m in cfg['models']},
@@ -436,8 +435,8 @@ def column_marks(chosen: Dict[Tuple[str, str], Run], abbrs: Sequence[str]) -> Di
 def build_merged(merged: Merged, ruler_threshold: float, nolima_ratio: float) -> dict:
     """The tier table of the merged runs (``report.build`` over the chosen results), with the runs, the merge's
     notes and every result's fingerprint."""
-    from .caveats import mark_caveats
-    from .report import build
+    from opencompass_longctx.summarizers.caveats import mark_caveats
+    from opencompass_longctx.summarizers.table import build
     aliases: Dict[str, Dict[str, str]] = {}
     for run in merged.runs:
         for bench, mapping in ((run.cfg.get('summarizer') or {}).get('model_aliases') or {}).items():

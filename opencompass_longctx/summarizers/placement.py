@@ -1,8 +1,8 @@
 """Which of a run's benchmark datasets no tier-table cell reads, and why (pure functions; no OpenCompass import of
-their own: a dataset ``type`` written as a dotted path is imported to find its benchmark, as :func:`.faces.face_of`).
+their own: a dataset ``type`` written as a dotted path is imported to find its benchmark, as :func:`.specs.spec_of`).
 
 The tier table reads a dataset's benchmark, task and tier from its abbr (:func:`.specs.classify`, each benchmark's
-:meth:`Bench.match`). A dataset of this package (its ``type`` is one of the benchmarks' dataset classes: the face's
+:meth:`Bench.match`). A dataset of this package (its ``type`` is one of the benchmarks' dataset classes: the spec's
 ``dataset_type``) that the table cannot read is *unplaced*: its scores are only in OpenCompass's own summary. That
 happens when
 
@@ -25,10 +25,9 @@ import re
 from dataclasses import dataclass, replace
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..faces import TIER_PATTERN, Bench, BenchmarkFace, all_faces, face_of
-from ..tiers import TierError, parse_tier
-from .specs import BENCHMARKS
-
+from opencompass_longctx.spec import TIER_PATTERN, Bench, BenchmarkSpec, all_specs, spec_of
+from opencompass_longctx.tiers import TierError, parse_tier
+from opencompass_longctx.summarizers.rows import BENCHMARKS
 ALLOW_ENV = 'LONGCTX_ALLOW_UNPLACED'
 
 
@@ -36,7 +35,7 @@ ALLOW_ENV = 'LONGCTX_ALLOW_UNPLACED'
 class Unplaced:
     """A dataset of the run that no cell of the tier table reads."""
     dataset: str          # its abbr
-    benchmark: str        # its benchmark (the face's name)
+    benchmark: str        # its benchmark (the spec's name)
     reason: str
     run: str = ''         # the run directory, where several are read (longctx-report)
     with_result: Tuple[str, ...] = ()   # the models that have a result file of it (checked when told how)
@@ -69,16 +68,16 @@ def _type_name(t) -> str:
     return text.rpartition('.')[2]
 
 
-def benchmark_face(dataset_cfg) -> Optional[BenchmarkFace]:
-    """The face of a dataset config of this package (its class's ``benchmark``; a type that cannot be imported, as
+def benchmark_spec(dataset_cfg) -> Optional[BenchmarkSpec]:
+    """The spec of a dataset config of this package (its class's ``benchmark``; a type that cannot be imported, as
     in a config dump read elsewhere: by its class name), or None for any other dataset."""
     if not isinstance(dataset_cfg, dict):
         return None
-    face = face_of(dataset_cfg)
-    if face is not None:
-        return face
+    spec = spec_of(dataset_cfg)
+    if spec is not None:
+        return spec
     name = _type_name(dataset_cfg.get('type'))
-    return next((f for f in all_faces() if f.dataset_type == name), None)
+    return next((f for f in all_specs() if f.dataset_type == name), None)
 
 
 def _shape(bench: Bench) -> str:
@@ -99,14 +98,14 @@ def _first_match(abbr: str) -> Optional[Tuple[Bench, str, str]]:
     return None
 
 
-def where(abbr: str, face: BenchmarkFace, dataset_cfg: Optional[dict] = None
+def where(abbr: str, spec: BenchmarkSpec, dataset_cfg: Optional[dict] = None
           ) -> Tuple[Optional[Tuple[str, str, str]], Optional[str]]:
     """((table, task, tier) of the cell that reads the dataset, None) or (None, why no cell of its benchmark's
     tables reads it)."""
     hit = _first_match(abbr)
-    own = [b.name for b in face.summary]
+    own = [b.name for b in spec.summary]
     if hit is None:
-        for b in face.summary:
+        for b in spec.summary:
             m = re.match(b.pattern, abbr)
             if m:   # the name has the form, but its tier part is not a tier
                 try:
@@ -114,12 +113,12 @@ def where(abbr: str, face: BenchmarkFace, dataset_cfg: Optional[dict] = None
                 except TierError as e:
                     return None, (f"the tier part of its abbr, {m.group('tier')!r}, is not a tier "
                                   f"({str(e).split(';')[0]})")
-        shapes = ', '.join(_shape(b) for b in face.summary)
-        return None, (f'its abbr matches none of the {face.name} table names ({shapes}): the table reads the task '
+        shapes = ', '.join(_shape(b) for b in spec.summary)
+        return None, (f'its abbr matches none of the {spec.name} table names ({shapes}): the table reads the task '
                       'and the tier from the abbr')
     bench, task, tier = hit
     if bench.name not in own:
-        return None, (f'its abbr reads as a {bench.name} dataset ({task} at {tier}), but it is a {face.dataset_type}: '
+        return None, (f'its abbr reads as a {bench.name} dataset ({task} at {tier}), but it is a {spec.dataset_type}: '
                       f'the table would show it as {bench.name}\'s')
     tasks = _row_tasks(bench)
     if task not in tasks:
@@ -147,20 +146,20 @@ def unplaced(datasets: Sequence[dict], pairs: Optional[Sequence[Tuple[str, str]]
     whether the run wrote a result of it (with ``pairs``: each entry says which models did)."""
     out: List[Unplaced] = []
     cell: Dict[str, Tuple[str, str, str]] = {}
-    face_name: Dict[str, str] = {}
+    spec_name: Dict[str, str] = {}
     seen = set()
     for d in datasets:
         abbr = abbr_of(d)
         if abbr in seen:
             continue
         seen.add(abbr)
-        face = benchmark_face(d)
-        if face is None:
+        spec = benchmark_spec(d)
+        if spec is None:
             continue
-        face_name[abbr] = face.name
-        place, why = where(abbr, face, d)
+        spec_name[abbr] = spec.name
+        place, why = where(abbr, spec, d)
         if why:
-            out.append(Unplaced(abbr, face.name, why, run))
+            out.append(Unplaced(abbr, spec.name, why, run))
         else:
             cell[abbr] = place
     if pairs:
@@ -176,7 +175,7 @@ def unplaced(datasets: Sequence[dict], pairs: Optional[Sequence[Tuple[str, str]]
                 shared.setdefault(abbr, []).append(
                     f'for {model} it reads the same cell ({bench} {task} at {tier}) as {", ".join(names[:1])}: the '
                     'table shows one of them')
-        out += [Unplaced(a, face_name[a], '; '.join(why), run) for a, why in shared.items()]
+        out += [Unplaced(a, spec_name[a], '; '.join(why), run) for a, why in shared.items()]
     if has_result is not None and pairs is not None:
         models: Dict[str, List[str]] = {}
         for model, abbr in pairs:

@@ -20,7 +20,7 @@
 #   active_params: parameters a token uses (MoE: the routed experts it picks plus the shared ones; the model
 #   card's figure); compute is costed with them, memory with params. checkpoint_bytes: the published
 #   checkpoint's size where it is not 2 bytes per parameter (gpt-oss ships MXFP4 experts).
-#   thinks: the model writes a reasoning trace before its answer (decoding budgets: opencompass_longctx/selection.py).
+#   thinks: the model writes a reasoning trace before its answer (decoding budgets: opencompass_longctx/combinations.py).
 #   source: where the geometry was read, and when (tests/data/model_configs/SOURCES.md has the same per file).
 _QWEN25_7B = dict(architectures=['Qwen2ForCausalLM'], num_hidden_layers=28, num_attention_heads=28,
                   num_key_value_heads=4, hidden_size=3584, intermediate_size=18944, vocab_size=152064, params=7.62e9)

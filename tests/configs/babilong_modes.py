@@ -5,7 +5,6 @@ from opencompass.runners import LocalRunner
 from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
 from opencompass_longctx.babilong.evaluator import BabilongEvaluator
-
 with read_base():
     from ...configs.datasets.babilong.babilong_base import BABILONG_BASE
     from ...configs.models.longctx_tiny_chat import models

@@ -4,9 +4,8 @@
 from mmengine.config import read_base
 from opencompass.runners import LocalRunner
 
-from opencompass_longctx.partitioner import LongCtxPartitioner
-from opencompass_longctx.tasks import LongCtxInferTask
-
+from opencompass_longctx.run.partitioner import LongCtxPartitioner
+from opencompass_longctx.run.tasks import LongCtxInferTask
 with read_base():
     from .cluster_leaderboard import datasets, eval, models, summarizer
 

@@ -1,14 +1,13 @@
 # Test config: examples/eval_longctx.py as it was before the per-model logic moved into the package
-# (opencompass_longctx.selection): each model's largest tier, NoLiMa copied per model tokenizer and the
+# (opencompass_longctx.combinations): each model's largest tier, NoLiMa copied per model tokenizer and the
 # LongBioBench cells that fit, all worked out by hand here. tests/test_example_plan.py checks that the example
 # plans the same run.
 from mmengine.config import read_base
 from opencompass.partitioners import NaivePartitioner
 from opencompass.runners import LocalRunner
 
-from opencompass_longctx.partitioner import LongCtxPartitioner
-from opencompass_longctx.tasks import LongCtxEvalTask, LongCtxInferTask
-
+from opencompass_longctx.run.partitioner import LongCtxPartitioner
+from opencompass_longctx.run.tasks import LongCtxEvalTask, LongCtxInferTask
 with read_base():
     from opencompass_longctx.tables.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
     from opencompass_longctx.tables.tier_table import TIERS
@@ -38,7 +37,6 @@ with read_base():
     from opencompass_longctx.configs.datasets.nolima.nolima_32k_gen import nolima_datasets as nolima_32k
     from opencompass_longctx.configs.models.lmdeploy_longctx import lmdeploy_longctx_models
     from opencompass_longctx.configs.summarizers.longctx import summarizer
-
 # The models to compare (abbrs from opencompass_longctx/tables/lmdeploy_models.py).
 RUN_MODELS = ['qwen3-30b-a3b-instruct-2507', 'qwen3-next-80b-a3b-instruct', 'gpt-oss-20b', 'gemma-3-27b-it',
               'llama-3.1-8b-instruct']

@@ -6,7 +6,6 @@ from opencompass.runners import LocalRunner
 from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
 from opencompass_longctx.nolima.summarizer import NoLiMaSummarizer
-
 with read_base():
     from ...configs.datasets.nolima.nolima_base import NOLIMA_BASE
     from ...configs.models.longctx_tiny_chat import models

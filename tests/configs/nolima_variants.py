@@ -8,9 +8,8 @@ from opencompass.partitioners import NaivePartitioner, NumWorkerPartitioner
 from opencompass.runners import LocalRunner
 from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
-from opencompass_longctx.inferencer import LongCtxGenInferencer
+from opencompass_longctx.run.inferencer import LongCtxGenInferencer
 from opencompass_longctx.nolima.summarizer import NoLiMaSummarizer
-
 with read_base():
     from ...configs.datasets.nolima.nolima_base import NOLIMA_ALL_VARIANTS
     from ...configs.models.longctx_tiny_chat import models as tiny_models

@@ -13,8 +13,6 @@ import os
 import time
 
 from opencompass_longctx.demo.tiny_chat import TinyChatModel
-
-
 class GatedTinyChatModel(TinyChatModel):
     _batches = 0
 

@@ -34,7 +34,6 @@ import json
 import os
 
 from opencompass_longctx.models.lmdeploy import LongCtxTurboMindModel
-
 _NEXT = {}   # the fake_engine settings of the model being built (one model is built at a time in a process)
 
 

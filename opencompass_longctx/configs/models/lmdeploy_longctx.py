@@ -13,12 +13,10 @@ from mmengine.config import read_base
 
 from opencompass_longctx.models.lmdeploy import LongCtxTurboMindModel
 from opencompass_longctx.reasoning import strip_trace
-
 with read_base():
     from opencompass_longctx.tables.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
     from opencompass_longctx.configs.meta_template import LONGCTX_META_TEMPLATE
     from opencompass_longctx.tables.tier_table import TIERS
-
 MODEL_ROOT = os.environ.get('LONGCTX_MODEL_ROOT', 'models')
 TEMPLATE_MARGIN = 2048
 MAX_OUT_LEN = 192  # the longest generation of the three benchmarks (NoLiMa)

@@ -6,10 +6,8 @@ import os
 from mmengine.config import read_base
 
 from opencompass_longctx.demo.tiny_chat import TinyChatModel
-
 with read_base():
     from opencompass_longctx.configs.meta_template import LONGCTX_META_TEMPLATE
-
 models = [
     dict(
         type=TinyChatModel,

@@ -8,10 +8,8 @@ import os
 from mmengine.config import read_base
 
 from opencompass_longctx.models.hf import LongCtxHFChatModel
-
 with read_base():
     from opencompass_longctx.configs.meta_template import LONGCTX_META_TEMPLATE
-
 models = [
     dict(
         type=LongCtxHFChatModel,

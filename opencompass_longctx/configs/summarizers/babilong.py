@@ -6,7 +6,6 @@ from mmengine.config import read_base
 
 with read_base():
     from opencompass_longctx.tables.tier_table import STANDARD_TIERS
-
 babilong_summary_groups = [
     dict(name=f'babilong_qa1-qa{last}_{tier}', subsets=[(f'babilong_qa{i}_{tier}', 'accuracy') for i in range(1, last + 1)])
     for tier in STANDARD_TIERS for last in (5, 10)

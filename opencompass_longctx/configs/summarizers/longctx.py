@@ -4,5 +4,4 @@
 # model_aliases={'babilong': {'<model abbr>': '<published name>'}}, plots (True), fail_on_missing (False; or
 # LONGCTX_FAIL_ON_MISSING=1: exit status 1 when a dataset failed or has no result).
 from opencompass_longctx.summarizers.longctx import LongCtxSummarizer
-
 summarizer = dict(type=LongCtxSummarizer)

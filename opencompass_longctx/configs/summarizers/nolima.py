@@ -8,10 +8,8 @@
 from mmengine.config import read_base
 
 from opencompass_longctx.nolima.summarizer import NoLiMaSummarizer
-
 with read_base():
     from opencompass_longctx.configs.datasets.nolima.nolima_base import NOLIMA_VARIANTS
-
 NOLIMA_TIERS = ['250', '500', '1k', '2k', '4k', '8k', '16k', '32k', '64k', '128k']
 NOLIMA_PAPER_TIERS = ['1k', '2k', '4k', '8k', '16k', '32k']
 

@@ -9,8 +9,7 @@ from opencompass.openicl.icl_retriever import ZeroRetriever
 
 from opencompass_longctx.babilong.dataset import BabilongDataset
 from opencompass_longctx.babilong.evaluator import BabilongEvaluator
-from opencompass_longctx.inferencer import LongCtxGenInferencer
-
+from opencompass_longctx.run.inferencer import LongCtxGenInferencer
 BABILONG_TASKS = [f'qa{i}' for i in range(1, 11)]  # qa11-qa20 exist only at 0k
 
 babilong_reader_cfg = dict(input_columns=['prompt'], output_column='target')

@@ -16,12 +16,10 @@ from opencompass.openicl.icl_prompt_template import PromptTemplate
 from opencompass.openicl.icl_retriever import ZeroRetriever
 
 from opencompass_longctx.longbio.dataset import LongBioDataset
-from opencompass_longctx.inferencer import LongCtxGenInferencer
+from opencompass_longctx.run.inferencer import LongCtxGenInferencer
 from opencompass_longctx.longbio.evaluator import LongBioEvaluator
-
 with read_base():
     from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS, LONGBIO_NEED_TOKENS, LONGBIO_TIER_UNITS
-
 # The authors generated 800 samples per cell.
 LONGBIO_NUM_SAMPLES = int(os.environ.get('LONGBIO_NUM_SAMPLES', '800'))
 

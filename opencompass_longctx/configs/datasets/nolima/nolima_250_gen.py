@@ -4,7 +4,6 @@ from mmengine.config import read_base
 
 with read_base():
     from opencompass_longctx.configs.datasets.nolima.nolima_base import NOLIMA_ALL_VARIANTS, NOLIMA_BASE
-
 TIER = '250'
 nolima_datasets = [dict(d, tier=TIER, abbr=f"{d['abbr']}_{TIER}") for d in NOLIMA_BASE]
 nolima_all_variants = [dict(d, tier=TIER, abbr=f"{d['abbr']}_{TIER}") for d in NOLIMA_ALL_VARIANTS]

@@ -23,10 +23,9 @@ import os
 from opencompass.openicl.icl_prompt_template import PromptTemplate
 from opencompass.openicl.icl_retriever import ZeroRetriever
 
-from opencompass_longctx.inferencer import LongCtxGenInferencer
+from opencompass_longctx.run.inferencer import LongCtxGenInferencer
 from opencompass_longctx.nolima.dataset import NoLiMaDataset
 from opencompass_longctx.nolima.evaluator import NoLiMaEvaluator
-
 # 'main' is the benchmark (58 pairs); the others are the paper's ablations and controls.
 NOLIMA_VARIANTS = ['main', 'hard', 'cot', 'mc', 'direct', 'distractor']
 

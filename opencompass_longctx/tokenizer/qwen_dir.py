@@ -7,7 +7,7 @@ Qwen2.5-7B-Instruct's published configuration: NFC normaliser, the Split(Isolate
 ByteLevel decoder, one merge per token in rank order (``ignore_merges`` false), the 22 added tokens, and
 ``tokenizer_config.json`` with Qwen2.5-Instruct's chat template. The ids equal those of ``tiktoken:qwen2``.
 
-    python -m opencompass_longctx.qwen_tokenizer_dir OUT_DIR
+    python -m opencompass_longctx.tokenizer.qwen_dir OUT_DIR
 """
 import argparse
 import json
@@ -15,9 +15,8 @@ import os
 import sys
 from typing import Dict, List, Tuple
 
-from .tokenization import QWEN2_ADDED_TOKENS, QWEN2_PATTERN, QWEN_VOCAB, qwen_vocab_file, read_ranks
-from .tokenizer_twin import _bytes_decoder
-
+from opencompass_longctx.tokenizer.counting import QWEN2_ADDED_TOKENS, QWEN2_PATTERN, QWEN_VOCAB, qwen_vocab_file, read_ranks
+from opencompass_longctx.tokenizer.tiktoken_equivalent import _bytes_decoder
 QWEN25_CHAT_TEMPLATE = (
     "{%- if tools %}\n"
     "    {{- '<|im_start|>system\\n' }}\n"

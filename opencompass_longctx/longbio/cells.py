@@ -14,10 +14,9 @@ Modes:
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from .catalogue import LONGBIO_CELLS, LONGBIO_DEFAULT_SHOTS, LONGBIO_MODES
-from .people import CHAIN_NAMES, Person
-from .pools import SUBJECT, VALUE, load_pools
-
+from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS, LONGBIO_DEFAULT_SHOTS, LONGBIO_MODES
+from opencompass_longctx.longbio.people import CHAIN_NAMES, Person
+from opencompass_longctx.longbio.pools import SUBJECT, VALUE, load_pools
 TASKS = tuple(dict.fromkeys(c['task'] for c in LONGBIO_CELLS))
 OFFERED_N: Dict[str, Tuple[int, ...]] = {}
 for _c in LONGBIO_CELLS:

@@ -1,35 +1,33 @@
-"""Each benchmark room's face: found from a dataset config's type, sized (estimate, or exact from the build
+"""Each benchmark room's spec: found from a dataset config's type, sized (estimate, or exact from the build
 record), its data checked with actionable problems, its tables as data."""
 import pytest
 
 from opencompass_longctx.babilong.dataset import BabilongDataset
 from opencompass_longctx.cache import record_build
-from opencompass_longctx.faces import BenchmarkFace, all_faces, check_tokenizer, face_of, load_kwargs, summary_tables
+from opencompass_longctx.spec import BenchmarkSpec, all_specs, check_tokenizer, spec_of, load_kwargs, summary_tables
 from opencompass_longctx.longbio.dataset import LongBioDataset
 from opencompass_longctx.nolima.dataset import NoLiMaDataset
-
-
-def test_every_room_has_a_face_on_its_dataset_class():
-    faces = {f.name: f for f in all_faces()}
-    assert sorted(faces) == ['babilong', 'longbio', 'nolima']
+def test_every_room_has_a_spec_on_its_dataset_class():
+    specs = {f.name: f for f in all_specs()}
+    assert sorted(specs) == ['babilong', 'longbio', 'nolima']
     for cls in (BabilongDataset, LongBioDataset, NoLiMaDataset):
-        assert isinstance(cls.benchmark, BenchmarkFace) and cls.benchmark.dataset_type == cls.__name__
-        assert faces[cls.benchmark.name] is cls.benchmark
-    assert [f.tier_unit for f in all_faces()] == [1000, 1024, 1000]
+        assert isinstance(cls.benchmark, BenchmarkSpec) and cls.benchmark.dataset_type == cls.__name__
+        assert specs[cls.benchmark.name] is cls.benchmark
+    assert [f.tier_unit for f in all_specs()] == [1000, 1024, 1000]
 
 
-def test_a_face_is_found_from_a_class_a_dotted_path_or_a_lazy_object():
+def test_a_spec_is_found_from_a_class_a_dotted_path_or_a_lazy_object():
     from mmengine.config.lazy import LazyObject
-    assert face_of(dict(type=NoLiMaDataset)) is NoLiMaDataset.benchmark
-    assert face_of(dict(type='opencompass_longctx.longbio.dataset.LongBioDataset')) is LongBioDataset.benchmark
-    assert face_of(dict(type=str(LongBioDataset))) is LongBioDataset.benchmark      # "<class '...'>"
-    assert face_of(dict(type=LazyObject('opencompass_longctx.babilong.dataset', 'BabilongDataset'))) \
+    assert spec_of(dict(type=NoLiMaDataset)) is NoLiMaDataset.benchmark
+    assert spec_of(dict(type='opencompass_longctx.longbio.dataset.LongBioDataset')) is LongBioDataset.benchmark
+    assert spec_of(dict(type=str(LongBioDataset))) is LongBioDataset.benchmark      # "<class '...'>"
+    assert spec_of(dict(type=LazyObject('opencompass_longctx.babilong.dataset', 'BabilongDataset'))) \
         is BabilongDataset.benchmark
-    # a subclass (the demo's types) keeps its parent's face
+    # a subclass (the demo's types) keeps its parent's spec
     from opencompass_longctx.demo.datasets import DemoBabilongDataset
-    assert face_of(dict(type=DemoBabilongDataset)) is BabilongDataset.benchmark
+    assert spec_of(dict(type=DemoBabilongDataset)) is BabilongDataset.benchmark
     for other in ('opencompass.datasets.GSM8KDataset', 'BabilongDataset', 'no.such.Module', None, dict):
-        assert face_of(dict(type=other)) is None
+        assert spec_of(dict(type=other)) is None
 
 
 def test_sizes_by_the_tier_arithmetic():
@@ -52,13 +50,13 @@ def test_sizes_by_the_tier_arithmetic():
 def test_a_build_record_makes_the_size_exact():
     from datasets import Dataset
     d = dict(type=BabilongDataset, abbr='babilong_qa1_1k', tier='1k', task='qa1', path='somewhere')
-    face = face_of(d)
-    assert not face.size(d).exact
-    record_build(face.dataset_type, load_kwargs(d), Dataset.from_dict({'prompt_tokens': [900, 950, 10]}),
-                 face.tokens_column)
-    s = face.size(d)
+    spec = spec_of(d)
+    assert not spec.size(d).exact
+    record_build(spec.dataset_type, load_kwargs(d), Dataset.from_dict({'prompt_tokens': [900, 950, 10]}),
+                 spec.tokens_column)
+    s = spec.size(d)
     assert (s.exact, s.rows, s.prompt_tokens, s.row_tokens) == (True, 3, 1860, 1000)
-    assert not face.size(dict(d, task='qa2')).exact     # another dataset, another record
+    assert not spec.size(dict(d, task='qa2')).exact     # another dataset, another record
 
 
 def test_missing_data_is_a_problem_that_names_the_download(tmp_path):
@@ -92,8 +90,8 @@ def test_longbio_cells_that_cannot_fit_a_tier(cell, tier, reserve, fits):
     assert BabilongDataset.benchmark.fits(dict(tier='1k')) is None
 
 
-def test_the_summary_tables_come_from_the_faces():
-    from opencompass_longctx.summarizers.specs import BENCHMARKS
+def test_the_summary_tables_come_from_the_specs():
+    from opencompass_longctx.summarizers.rows import BENCHMARKS
     assert [b.name for b in summary_tables()] == ['babilong', 'longbio', 'nolima', 'longbio_strict']
     assert BENCHMARKS == summary_tables()
     nolima = NoLiMaDataset.benchmark.summary[0]

@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from opencompass_longctx.tokenization import (DEFAULT_TOKENIZER, GPT2_TOKENIZER, TokenizerError,
+from opencompass_longctx.tokenizer.counting import (DEFAULT_TOKENIZER, GPT2_TOKENIZER, TokenizerError,
                                               get_tokenizer)
 
 
@@ -79,12 +79,12 @@ def _real_text():
 
 @pytest.fixture(scope='module')
 def qwen_dir(tmp_path_factory):
-    from opencompass_longctx.qwen_tokenizer_dir import build
+    from opencompass_longctx.tokenizer.qwen_dir import build
     return build(str(tmp_path_factory.mktemp('tok') / 'qwen2.5'))
 
 
 def test_qwen2_named_tokenizer_is_offline_and_pinned():
-    from opencompass_longctx.tokenization import QWEN2_TOKENIZER, QWEN_VOCAB, qwen_vocab_file
+    from opencompass_longctx.tokenizer.counting import QWEN2_TOKENIZER, QWEN_VOCAB, qwen_vocab_file
     from opencompass_longctx.util import sha256_file
     assert sha256_file(qwen_vocab_file()) == QWEN_VOCAB[2]
     tok = get_tokenizer(QWEN2_TOKENIZER)
@@ -105,7 +105,7 @@ def test_qwen2_ids_equal_hf_tokenizers_built_from_the_same_vocabulary(qwen_dir):
     from tokenizers import normalizers
     from transformers import PreTrainedTokenizerFast
     from transformers.convert_slow_tokenizer import TikTokenConverter
-    from opencompass_longctx.tokenization import QWEN2_ADDED_TOKENS, QWEN2_PATTERN, qwen_vocab_file
+    from opencompass_longctx.tokenizer.counting import QWEN2_ADDED_TOKENS, QWEN2_PATTERN, qwen_vocab_file
     text = _real_text()
     named = get_tokenizer('tiktoken:qwen2').encode(text)
     hf_dir = get_tokenizer(qwen_dir, twin=False)
@@ -194,7 +194,7 @@ def test_twin_in_a_fresh_process_has_the_same_fingerprint(tiny_model_dir):
     assert out.stdout.decode().split(' ', 2)[:2] == [twin.engine, twin.fingerprint]
     assert out.stdout.decode().split(' ', 2)[2].strip() == str(twin.encode('Mary went to the kitchen.'))
     # a cached dataset needs only the fingerprint: a directory is hashed, not loaded (transformers not imported)
-    code = ('import sys; from opencompass_longctx.tokenization import get_tokenizer; '
+    code = ('import sys; from opencompass_longctx.tokenizer.counting import get_tokenizer; '
             f't = get_tokenizer({tiny_model_dir!r}); print(t.fingerprint, "transformers" in sys.modules)')
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, check=True, text=True)
     assert out.stdout.split() == [twin.fingerprint, 'False']

@@ -147,7 +147,7 @@ def stale_predictions(combinations: Sequence[Dict], out_dir: str) -> Tuple[List[
     for each one that could not be checked (its dataset does not build: the file is kept and reused as before)."""
     from opencompass.utils import get_infer_output_path, model_abbr_from_cfg
 
-    from .resume import tmp_path
+    from opencompass_longctx.run.resume import tmp_path
     results_dir = os.path.join(os.path.dirname(os.path.normpath(out_dir)), 'results')
     stale: List[Stale] = []
     unchecked: List[str] = []

@@ -16,16 +16,15 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .. import __version__
-from ..tiers import parse_tier, sort_tiers
-from .metrics import (BOOTSTRAP, MIN_CLUSTERS, NOLIMA_RATIO, RULER_THRESHOLD, effective_length, mean_with_ci,
+from opencompass_longctx import __version__
+from opencompass_longctx.tiers import parse_tier, sort_tiers
+from opencompass_longctx.summarizers.metrics import (BOOTSTRAP, MIN_CLUSTERS, NOLIMA_RATIO, RULER_THRESHOLD, effective_length, mean_with_ci,
                       nolima_threshold)
-from .failures import Failure, find_failures, incomplete_reason
-from .intervals import (Resampler, Unit, cell_interval, combine, effective_intervals, make_unit,
+from opencompass_longctx.summarizers.failures import Failure, find_failures, incomplete_reason
+from opencompass_longctx.summarizers.intervals import (Resampler, Unit, cell_interval, combine, effective_intervals, make_unit,
                         paper_base_by_cluster)
-from .intervals import detail_value as _detail_value   # one reader of OpenCompass's per-sample values
-from .specs import BENCHMARKS, Bench, Cell, bench_by_name, classify
-
+from opencompass_longctx.summarizers.intervals import detail_value as _detail_value   # one reader of OpenCompass's per-sample values
+from opencompass_longctx.summarizers.rows import BENCHMARKS, Bench, Cell, bench_by_name, classify
 _DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
 DEPTH_BINS = 10
 
@@ -156,7 +155,7 @@ def detail_cell(res: Optional[dict], key: str, value: str, bench: Optional[Bench
 
 
 def paper_base(bench: Bench, read, model: str, abbrs: Sequence[str]) -> Optional[float]:
-    """The benchmark's own base score (its face's ``paper_base``) over the per-sample details of ``abbrs``."""
+    """The benchmark's own base score (its spec's ``paper_base``) over the per-sample details of ``abbrs``."""
     if bench.paper_base is None:
         return None
     return bench.paper_base([d for abbr in abbrs for d in (read(model, abbr) or {}).get('details', [])])
@@ -575,6 +574,6 @@ def write(report: dict, out_dir: str, stem: str, plots: bool = True) -> Dict[str
         with open(paths[ext], 'w', encoding='utf-8') as f:
             f.write(text)
     if plots:
-        from .plots import plot_report
+        from opencompass_longctx.summarizers.plots import plot_report
         paths['plots'] = plot_report(report, os.path.join(out_dir, f'{stem}_plots'))
     return paths

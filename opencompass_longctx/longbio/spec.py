@@ -1,13 +1,11 @@
-"""LongBioBench's face (:mod:`opencompass_longctx.faces`): its sizes, its checks and its tables."""
+"""LongBioBench's spec (:mod:`opencompass_longctx.spec`): its sizes, its checks and its tables."""
 from typing import Dict, Optional
 
-from ..faces import TIER_PATTERN, Bench, BenchmarkFace, Row
-from ..options import integer, value_or
-from ..tiers import parse_tier
-from .catalogue import LONGBIO_CATEGORIES, LONGBIO_CELLS, LONGBIO_NEED_TOKENS
-from .generator import DEFAULT_TOKENIZER, TIER_UNIT
-
-
+from opencompass_longctx.spec import TIER_PATTERN, Bench, BenchmarkSpec, Row
+from opencompass_longctx.options import integer, value_or
+from opencompass_longctx.tiers import parse_tier
+from opencompass_longctx.longbio.catalogue import LONGBIO_CATEGORIES, LONGBIO_CELLS, LONGBIO_NEED_TOKENS
+from opencompass_longctx.longbio.generator import DEFAULT_TOKENIZER, TIER_UNIT
 def data_tokenizer(d: Dict) -> str:
     tok = d.get('tokenizer')
     return DEFAULT_TOKENIZER if tok in (None, '', 'default') else tok   # as generator.make_spec reads it
@@ -29,7 +27,7 @@ def estimate_prompt_tokens(d: Dict, tier_tokens: int) -> int:
 
 def sample_text(d: Dict) -> Optional[str]:
     """The user message of one small sample, in the dataset's tokenizer."""
-    from .generator import Generator, make_spec
+    from opencompass_longctx.longbio.generator import Generator, make_spec
     spec = make_spec(parse_tier('1k'), cell='standard', tokenizer=d.get('tokenizer'))
     return Generator(spec).rows(0)[0]['user']
 
@@ -59,7 +57,7 @@ _RELATED = dict(cluster_keys=('seed',),
                 relation="clustered by the sample's seed (the same needles and questions at every tier, and in the "
                          'standard, multi-standard, citation and IDK cells of one n); independent otherwise')
 
-BENCHMARK = BenchmarkFace(
+BENCHMARK = BenchmarkSpec(
     name='longbio', dataset_type='LongBioDataset', tier_unit=TIER_UNIT, tokens_column='prompt_tokens',
     data_tokenizer=data_tokenizer, estimate_rows=estimate_rows, estimate_prompt_tokens=estimate_prompt_tokens,
     sample_text=sample_text, sample_keys=('tokenizer',),

@@ -14,10 +14,8 @@ import json
 import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from . import plan as P
-from .plan.render import _count, _fmt_tokens
-
-
+from opencompass_longctx import plan as P
+from opencompass_longctx.plan.render import _count, _fmt_tokens
 def tmp_path(prediction_path: str) -> str:
     """OpenCompass's file of saved batches beside a predictions file (``tmp_<name>.jsonl``)."""
     folder, name = os.path.split(prediction_path)
@@ -64,7 +62,7 @@ def progress(combinations: Sequence[Dict], plan: Dict, out_dir: str, bands: Opti
              headroom: float = P.SIZE_HEADROOM, stale: Sequence = ()) -> List[DatasetProgress]:
     """One entry per (model, dataset) of the run. ``out_dir``: the predictions directory; ``plan``: the run's plan
     (:func:`~opencompass_longctx.plan.make_plan` on the same combinations); ``stale``: the saved predictions that do
-    not match their dataset (:func:`opencompass_longctx.resume_check.stale_predictions`): those datasets restart."""
+    not match their dataset (:func:`opencompass_longctx.run.resume_check.stale_predictions`): those datasets restart."""
     from opencompass.utils import get_infer_output_path, model_abbr_from_cfg
     edges = P.band_edges(bands)
     task_of = {(t.model, a): t for t in plan['tasks'] for a in t.datasets}
@@ -118,7 +116,7 @@ def progress(combinations: Sequence[Dict], plan: Dict, out_dir: str, bands: Opti
 
 def summarize(entries: Sequence[DatasetProgress], plan: Dict, stale: Sequence = ()) -> Dict:
     """Per (model, band): tasks left, datasets and samples done, and what is left (tokens, GPU-hours); ``stale``: the
-    datasets that restart from zero and why (:func:`opencompass_longctx.resume_check.stale_predictions`)."""
+    datasets that restart from zero and why (:func:`opencompass_longctx.run.resume_check.stale_predictions`)."""
     rows: Dict[Tuple[str, str], Dict] = {}
     for e in entries:
         r = rows.setdefault((e.model, e.band), {

@@ -1,17 +1,16 @@
-"""NoLiMa's face (:mod:`opencompass_longctx.faces`): its sizes, its data checks and its tables."""
+"""NoLiMa's spec (:mod:`opencompass_longctx.spec`): its sizes, its data checks and its tables."""
 import os
 from typing import Dict, List, Optional
 
-from ..faces import TIER_PATTERN, Bench, BenchmarkFace, Row
-from ..options import integer, value_or
-from ..reasoning import OWN_MODE
-from ..tokenization import DEFAULT_TOKENIZER
-from . import data as ndata
-from . import metrics as nmetrics
-from .haystack import default_depth_intervals
-from .needles import EXPECTED_PAIRS, resolve_variant
-from .prompts import MAX_NEW_TOKENS, REASONING_MAX_NEW_TOKENS
-
+from opencompass_longctx.spec import TIER_PATTERN, Bench, BenchmarkSpec, Row
+from opencompass_longctx.options import integer, value_or
+from opencompass_longctx.reasoning import OWN_MODE
+from opencompass_longctx.tokenizer.counting import DEFAULT_TOKENIZER
+from opencompass_longctx.nolima import data as ndata
+from opencompass_longctx.nolima import metrics as nmetrics
+from opencompass_longctx.nolima.haystack import default_depth_intervals
+from opencompass_longctx.nolima.needles import EXPECTED_PAIRS, resolve_variant
+from opencompass_longctx.nolima.prompts import MAX_NEW_TOKENS, REASONING_MAX_NEW_TOKENS
 FAITHFUL_THINKING_MODE = 'nolima-reasoning'     # the paper's budget for reasoning models
 SAMPLE_CHARS = 60000
 PROMPT_EXTRA_TOKENS = 150     # besides the haystack of L tokens: needle, template and question
@@ -75,7 +74,7 @@ def check_files(d: Dict) -> List[str]:
     return []
 
 
-BENCHMARK = BenchmarkFace(
+BENCHMARK = BenchmarkSpec(
     name='nolima', dataset_type='NoLiMaDataset', tier_unit=1000, tokens_column='prompt_tokens_approx',
     data_tokenizer=data_tokenizer, estimate_rows=estimate_rows, estimate_prompt_tokens=estimate_prompt_tokens,
     sample_text=sample_text, sample_keys=('path',), thinking_budget=thinking_budget,

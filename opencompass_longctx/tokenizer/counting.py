@@ -37,9 +37,8 @@ import sys
 import unicodedata
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .tokenizer_twin import TwinUnsupported, check_on_probe, twin_encoding
-from .util import sha256_file
-
+from opencompass_longctx.tokenizer.tiktoken_equivalent import TwinUnsupported, check_on_probe, twin_encoding
+from opencompass_longctx.util import sha256_file
 DEFAULT_TOKENIZER = 'tiktoken:cl100k_base'
 GPT2_TOKENIZER = 'tiktoken:gpt2'
 QWEN2_TOKENIZER = 'tiktoken:qwen2'
@@ -391,7 +390,7 @@ def _open_hf(name: str, twin: bool, fingerprint: Optional[str]) -> Tokenizer:
 
 # ---------------------------------------------------------------------------------------------- exact twins
 def make_twin(hf_tok, name: str, fingerprint: str, spec: Tuple) -> Optional[Tokenizer]:
-    """A tiktoken twin of ``hf_tok`` (:mod:`.tokenizer_twin`), or None (with a one-line notice on stderr)."""
+    """A tiktoken twin of ``hf_tok`` (:mod:`.tiktoken_equivalent`), or None (with a one-line notice on stderr)."""
     try:
         t = twin_encoding(hf_tok, fingerprint)
         twin = Tokenizer(name, 'hf', fingerprint, enc=t.enc, hf=hf_tok, nfc=t.nfc, added=t.added,

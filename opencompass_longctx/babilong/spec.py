@@ -1,12 +1,11 @@
-"""BABILong's face (:mod:`opencompass_longctx.faces`): its sizes, its data checks and its tables."""
+"""BABILong's spec (:mod:`opencompass_longctx.spec`): its sizes, its data checks and its tables."""
 import os
 from typing import Dict, List, Optional
 
-from ..faces import POSITION, TASK, TIER_PATTERN, Bench, BenchmarkFace, Row
-from ..options import integer, value_or
-from ..tiers import parse_tier
-from ..tokenization import GPT2_TOKENIZER
-
+from opencompass_longctx.spec import POSITION, TASK, TIER_PATTERN, Bench, BenchmarkSpec, Row
+from opencompass_longctx.options import integer, value_or
+from opencompass_longctx.tiers import parse_tier
+from opencompass_longctx.tokenizer.counting import GPT2_TOKENIZER
 SAMPLE_CHARS = 60000
 
 
@@ -33,8 +32,8 @@ def estimate_prompt_tokens(d: Dict, tier_tokens: int) -> int:
 
 def sample_text(d: Dict) -> Optional[str]:
     """The start of the dataset's first record."""
-    from ..sources import find_file
-    from . import data as bdata
+    from opencompass_longctx.data_files import find_file
+    from opencompass_longctx.babilong import data as bdata
     tier = parse_tier(d['tier'])
     src = bdata.source_for(str(d.get('sample_source', '100')), tier)
     path = find_file(src, bdata.file_candidates(d.get('task', 'qa1'), tier, src), path=d.get('path'),
@@ -46,8 +45,8 @@ def check_files(d: Dict) -> List[str]:
     """What ``load_babilong`` would miss: a generated split needs the bAbI and PG19 directories; a tier BABILong
     does not publish is read from a file written by the generator when there is one (``path=``), else made
     from those directories; a published tier needs its file."""
-    from ..sources import DataNotFoundError, find_file, search_roots
-    from . import data as bdata
+    from opencompass_longctx.data_files import DataNotFoundError, find_file, search_roots
+    from opencompass_longctx.babilong import data as bdata
     tier = parse_tier(d['tier'])
     task = d.get('task', 'qa1')
     source = str(d.get('sample_source', '100'))
@@ -84,7 +83,7 @@ def _qa(n: int):
     return tuple(f'qa{i}' for i in range(1, n + 1))
 
 
-BENCHMARK = BenchmarkFace(
+BENCHMARK = BenchmarkSpec(
     name='babilong', dataset_type='BabilongDataset', tier_unit=1000, tokens_column='prompt_tokens',
     data_tokenizer=data_tokenizer, estimate_rows=estimate_rows, estimate_prompt_tokens=estimate_prompt_tokens,
     sample_text=sample_text, sample_keys=('path', 'task', 'sample_source', 'tier'),

@@ -1,6 +1,6 @@
 """How each benchmark's dataset abbreviations map to table rows and tiers (no OpenCompass import).
 
-One :class:`Bench` per benchmark table, from the benchmarks' faces (:func:`opencompass_longctx.faces.summary_tables`):
+One :class:`Bench` per benchmark table, from the benchmarks' specs (:func:`opencompass_longctx.spec.summary_tables`):
 a regular expression that reads the task and the tier from a dataset abbr, the rows of the main table (each the
 mean of the listed tasks' scores; the first row is the headline used for effective length), the tiers that make
 the model's short-context base, and the name of the metric in the results file. A dataset whose abbr matches no
@@ -9,10 +9,10 @@ entry, or whose tier part is not a tier, is left to OpenCompass's own table.
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
-from ..faces import Bench, Row, summary_tables  # noqa: F401 (Row: read by the table code through here)
+from opencompass_longctx.spec import Bench, Row, summary_tables  # noqa: F401 (Row: read by the table code through here)
 
 
-# Each benchmark describes its tables in its own face (``<benchmark>/face.py``); here they are read, in order.
+# Each benchmark describes its tables in its own spec (``<benchmark>/spec.py``); here they are read, in order.
 BENCHMARKS: List[Bench] = summary_tables()
 
 

@@ -9,7 +9,7 @@ Search order for a benchmark's files (first hit wins, no network access when fil
    given (``revision=``) or the one recorded by an earlier download.
 
 A directory may hold ``longctx_manifest.json`` (``{"revision": ..., "files": {relpath: sha256}}``), written by
-downloads or by ``python -m opencompass_longctx.sources manifest DIR``; every file listed there is checked
+downloads or by ``python -m opencompass_longctx.data_files manifest DIR``; every file listed there is checked
 against its sha256 before use (read in full every time); an invalid manifest is an error naming it. A missing
 file raises :class:`DataNotFoundError` naming what was searched and how to get it.
 """
@@ -22,8 +22,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
-from .util import atomic_write_text, sha256_file
-
+from opencompass_longctx.util import atomic_write_text, sha256_file
 MANIFEST = 'longctx_manifest.json'
 
 
@@ -93,7 +92,7 @@ def read_manifest(path: str) -> dict:
     def bad(reason: str) -> DataIntegrityError:
         return DataIntegrityError(
             f'{path} is not a valid data manifest ({reason}). Write it again from the files with:\n'
-            f'  python -m opencompass_longctx.sources manifest {os.path.dirname(os.path.abspath(path))}\n'
+            f'  python -m opencompass_longctx.data_files manifest {os.path.dirname(os.path.abspath(path))}\n'
             '(after checking or downloading the data files again), or delete it.')
     try:
         with open(path, encoding='utf-8') as f:
@@ -137,7 +136,7 @@ def verify(file_path: str, root: str) -> None:
     The file is hashed (the cache's on-disk (path, size, mtime) memo is not trusted here: a file changed in place
     with its mtime restored must still fail), once per process: a process that checks the same unchanged file
     again (same size, mtime, ctime and inode: any write changes the ctime) reuses its own hash."""
-    from .cache import file_digest
+    from opencompass_longctx.cache import file_digest
     manifest, rel = _manifest_for(file_path, root)
     if not manifest or rel not in manifest.get('files', {}):
         return

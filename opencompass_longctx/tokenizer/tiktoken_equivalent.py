@@ -3,7 +3,7 @@
 :func:`twin_encoding` reads a fast tokenizer's ``tokenizer.json`` (vocabulary and merge order, split regexes,
 normaliser, added tokens) and builds the tiktoken encoding, or raises :class:`TwinUnsupported` for a form
 tiktoken cannot express; :func:`check_on_probe` compares it with the Hugging Face tokenizer on a probe text.
-What changes here: the tokenizer forms a twin can reproduce. :mod:`.tokenization` decides when a twin is
+What changes here: the tokenizer forms a twin can reproduce. :mod:`.counting` decides when a twin is
 used (and says so); this module knows nothing of names, caches or fingerprints.
 """
 import json

@@ -1,15 +1,15 @@
-"""A benchmark's face: the few things the planner, the run checks and the summarizer need to know of it.
+"""A benchmark's spec: the few things the planner, the run checks and the summarizer need to know of it.
 
-Each benchmark package (``babilong/``, ``longbio/``, ``nolima/``) has a ``face.py`` with one
-:class:`BenchmarkFace` named ``BENCHMARK``, and its dataset class carries it as ``benchmark``. The code above
+Each benchmark package (``babilong/``, ``longbio/``, ``nolima/``) has a ``spec.py`` with one
+:class:`BenchmarkSpec` named ``BENCHMARK``, and its dataset class carries it as ``benchmark``. The code above
 the benchmark rooms reads these members and never branches on a benchmark's name, so a new benchmark is a new
-room with this face:
+room with this spec:
 
 * ``name``, ``dataset_type`` (the dataset class's name, also the kind of its build records), ``tier_unit``
   (tokens per 'k' of a tier) and ``tokens_column`` (the per-row prompt-token column its loader writes);
 * ``data_tokenizer(cfg)``: the tokenizer that counts the dataset's tiers;
 * ``estimate_rows(cfg, tier_tokens)`` and ``estimate_prompt_tokens(cfg, tier_tokens)`` (the longest prompt, in
-  the data tokenizer), read by :meth:`BenchmarkFace.size`, which prefers the dataset's build record (exact);
+  the data tokenizer), read by :meth:`BenchmarkSpec.size`, which prefers the dataset's build record (exact);
 * ``sample_text(cfg)``: some of the text its prompts are made of, read cheaply (None when not at hand), and
   ``sample_keys``: the config keys that decide that text;
 * ``checks``: the data checks of a config (each returns its problems, with the command that fixes them, or
@@ -20,7 +20,7 @@ room with this face:
   package's own, :func:`opencompass_longctx.reasoning.own_budget`; a room whose authors give a rule states it);
 * ``summary``: its tables (:class:`Bench`: pattern, rows, base tiers), the headline one first.
 
-:func:`face_of` finds a dataset config's face from its ``type``; :func:`all_faces` lists every room's.
+:func:`spec_of` finds a dataset config's spec from its ``type``; :func:`all_specs` lists every room's.
 """
 import importlib
 import os
@@ -29,11 +29,9 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from .cache import read_build_record
-from .reasoning import own_budget
-from .tiers import Tier, TierError, parse_tier
-
-
+from opencompass_longctx.cache import read_build_record
+from opencompass_longctx.reasoning import own_budget
+from opencompass_longctx.tiers import Tier, TierError, parse_tier
 # ---------------------------------------------------------------------------------------------- summary tables
 TASK = '@task'           # in Bench.cluster_keys: the dataset's task
 POSITION = '@position'   # in Bench.cluster_keys: the sample's place in its dataset
@@ -68,7 +66,7 @@ class Bench:
     notes: str = ''
     # the paper's own base score, computed from the per-test details of the base tiers' results (a function of
     # those details; None: no base tier was scored), used instead of the best row score at base_tiers (NoLiMa's
-    # per-pair base: opencompass_longctx.nolima.metrics.base_from_details, set by its face)
+    # per-pair base: opencompass_longctx.nolima.metrics.base_from_details, set by its spec)
     paper_base: Optional[Callable[[Sequence[dict]], Optional[float]]] = None
     # How the samples of this benchmark are related (specs/statistics.md), read by the intervals and the paired
     # tests: ``cluster_keys`` are the per-sample detail keys whose values together name a sample's cluster (samples
@@ -109,7 +107,7 @@ class Bench:
 TIER_PATTERN = r'(?P<tier>[0-9.]+[kKmM]?)'
 
 
-# ---------------------------------------------------------------------------------------------- the face
+# ---------------------------------------------------------------------------------------------- the spec
 LOAD_KEYS_SKIPPED = ('type', 'abbr', 'reader_cfg', 'infer_cfg', 'eval_cfg', 'n', 'k')
 
 
@@ -134,7 +132,7 @@ def _no_problem(d: Dict) -> None:
 
 
 @dataclass(frozen=True)
-class BenchmarkFace:
+class BenchmarkSpec:
     name: str
     dataset_type: str
     tier_unit: int
@@ -180,7 +178,7 @@ class BenchmarkFace:
 
 def check_tokenizer(name) -> List[str]:
     """A tokenizer option that names a missing path or a directory without tokenizer files."""
-    from .tokenization import is_missing_path, tokenizer_files
+    from opencompass_longctx.tokenizer.counting import is_missing_path, tokenizer_files
     if not name or not isinstance(name, str) or name.startswith('tiktoken:'):
         return []
     if is_missing_path(name):
@@ -190,7 +188,7 @@ def check_tokenizer(name) -> List[str]:
     return []
 
 
-# ---------------------------------------------------------------------------------------------- finding faces
+# ---------------------------------------------------------------------------------------------- finding specs
 def _resolve(t):
     """A config's ``type`` as the object it names: a class as is, a LazyObject built, a dotted path imported."""
     if isinstance(t, type):
@@ -211,31 +209,31 @@ def _resolve(t):
     return None
 
 
-def face_class(dataset_cfg):
+def spec_class(dataset_cfg):
     """The class a dataset config's ``type`` names (imported where the config holds a dotted path), or None."""
     return _resolve(dataset_cfg.get('type') if isinstance(dataset_cfg, dict) else dataset_cfg)
 
 
-def face_of(dataset_cfg) -> Optional[BenchmarkFace]:
-    """The face of a dataset config's ``type`` (its class's ``benchmark``), or None for another dataset."""
-    face = getattr(face_class(dataset_cfg), 'benchmark', None)
-    return face if isinstance(face, BenchmarkFace) else None
+def spec_of(dataset_cfg) -> Optional[BenchmarkSpec]:
+    """The spec of a dataset config's ``type`` (its class's ``benchmark``), or None for another dataset."""
+    spec = getattr(spec_class(dataset_cfg), 'benchmark', None)
+    return spec if isinstance(spec, BenchmarkSpec) else None
 
 
-_FACES: List[BenchmarkFace] = []
+_SPECS: List[BenchmarkSpec] = []
 
 
-def all_faces() -> Sequence[BenchmarkFace]:
-    """The face of every benchmark package of this one (each subpackage with a ``face`` module), by name."""
-    if not _FACES:
+def all_specs() -> Sequence[BenchmarkSpec]:
+    """The spec of every benchmark package of this one (each subpackage with a ``spec`` module), by name."""
+    if not _SPECS:
         here = os.path.dirname(os.path.abspath(__file__))
         for info in sorted(pkgutil.iter_modules([here]), key=lambda i: i.name):
-            if info.ispkg and os.path.isfile(os.path.join(here, info.name, 'face.py')):
-                _FACES.append(importlib.import_module(f'{__package__}.{info.name}.face').BENCHMARK)
-    return _FACES
+            if info.ispkg and os.path.isfile(os.path.join(here, info.name, 'spec.py')):
+                _SPECS.append(importlib.import_module(f'{__package__}.{info.name}.spec').BENCHMARK)
+    return _SPECS
 
 
 def summary_tables() -> List[Bench]:
-    """Every benchmark's tables: each headline table first (in the faces' order), then the second ones."""
-    faces = all_faces()
-    return [f.summary[0] for f in faces] + [b for f in faces for b in f.summary[1:]]
+    """Every benchmark's tables: each headline table first (in the specs' order), then the second ones."""
+    specs = all_specs()
+    return [f.summary[0] for f in specs] + [b for f in specs for b in f.summary[1:]]

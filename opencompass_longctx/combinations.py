@@ -10,7 +10,7 @@ dataset), :func:`expand` applies three rules, the same for inference (``LongCtxP
   else its ``path``), and the dataset's abbr gets ``@<model abbr>`` (NoLiMa counts its tiers in the model's
   tokens: one copy of the dataset per model);
 * a model config's ``thinks=True`` raises the decoding budgets (:mod:`opencompass_longctx.reasoning`);
-* a dataset whose benchmark face says it cannot fit its tier (LongBioBench: the cell's needles and
+* a dataset whose benchmark spec says it cannot fit its tier (LongBioBench: the cell's needles and
   ``reserve_tokens``) is left out, and the plan names it.
 
 A pair can be given twice with the same result: a config that already did this by hand plans the same.
@@ -18,9 +18,8 @@ A pair can be given twice with the same result: a config that already did this b
 import copy
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .faces import face_of
-from .tiers import parse_tier
-
+from opencompass_longctx.spec import spec_of
+from opencompass_longctx.tiers import parse_tier
 MODEL_TOKENIZER = 'model'
 RUN_OPTIONS = ('max_tier', 'thinks')     # model-config keys read here, not by the model class
 
@@ -50,11 +49,11 @@ def for_model(model: Dict, d: Dict) -> Tuple[Optional[Dict], str]:
             raise SelectionError(f"{_abbr(d, 'dataset')}: tokenizer='model' needs the model's tokenizer, but "
                                  f"{_abbr(model, 'model')} has no path or tokenizer_path")
         d = dict(d, tokenizer=path, abbr=f"{_abbr(d, 'dataset')}@{_abbr(model, 'model')}")
-    face = face_of(d)
-    if model.get('thinks') and face is not None:   # decoding budgets of a thinking model (reasoning.py)
-        from .reasoning import for_thinking_model
-        d = for_thinking_model(d, face)
-    why = face.fits(d) if face is not None else None
+    spec = spec_of(d)
+    if model.get('thinks') and spec is not None:   # decoding budgets of a thinking model (reasoning.py)
+        from opencompass_longctx.reasoning import for_thinking_model
+        d = for_thinking_model(d, spec)
+    why = spec.fits(d) if spec is not None else None
     return (None, why) if why else (d, '')
 
 
