@@ -1,0 +1,97 @@
+import random
+
+import pytest
+
+from opencompass_longctx.prefix_reuse import BlockTrie, prefilled_tokens, reuse_order
+
+
+def test_two_prompts_sharing_130_tokens_reuse_two_blocks():
+    shared = list(range(130))
+    a, b = shared + [900, 901], shared + [902] * 40
+    assert prefilled_tokens([a, b]) == len(a) + len(b) - 128
+    assert prefilled_tokens([a, b], same_batch=False, batch_size=2) == len(a) + len(b)
+    assert prefilled_tokens([a, b], same_batch=False, batch_size=1) == len(a) + len(b) - 128
+
+
+def test_match_stops_before_the_last_token():
+    trie = BlockTrie()
+    seq = list(range(128))
+    trie.insert(seq)
+    assert len(trie) == 2
+    assert trie.match(seq) == 1          # the whole prompt is cached, its last block is still computed
+    assert trie.match(seq + [5]) == 2
+    assert trie.match([7] + seq) == 0    # same blocks under another prefix are other nodes
+
+
+def test_blocks_are_keyed_by_their_prefix():
+    trie = BlockTrie(block=4)
+    trie.insert([1, 2, 3, 4, 5, 6, 7, 8])
+    assert trie.match([9, 9, 9, 9, 5, 6, 7, 8, 0]) == 0
+    assert trie.match([1, 2, 3, 4, 5, 6, 7, 0, 0]) == 1
+
+
+def test_order_is_a_deterministic_permutation_grouping_shared_prefixes():
+    rng = random.Random(3)
+    heads = [[rng.randrange(50) for _ in range(70)] for _ in range(3)]
+    prompts = [heads[i % 3] + [rng.randrange(50) for _ in range(rng.randrange(1, 30))] for i in range(12)]
+    order = reuse_order(prompts)
+    assert sorted(order) == list(range(12))
+    assert order == reuse_order(prompts)
+    groups = [prompts[i][:70] for i in order]
+    changes = sum(1 for x, y in zip(groups, groups[1:]) if x != y)
+    assert changes == 2
+
+
+def test_prefix_of_another_prompt_comes_first():
+    long, short = list(range(200)), list(range(100))
+    assert reuse_order([long, short]) == [1, 0]
+
+
+@pytest.mark.parametrize('seed', range(8))
+def test_ordering_never_costs_more_than_dataset_order(seed):
+    rng = random.Random(seed)
+    bases = [[rng.randrange(20) for _ in range(rng.randrange(64, 400))] for _ in range(4)]
+    prompts = []
+    for _ in range(30):
+        base = rng.choice(bases)
+        cut = rng.randrange(len(base) + 1)
+        prompts.append(base[:cut] + [rng.randrange(20) for _ in range(rng.randrange(1, 120))])
+    for batch_size in (1, 4, 16):
+        plain = prefilled_tokens(prompts, batch_size=batch_size)
+        ordered = prefilled_tokens(prompts, reuse_order(prompts), batch_size=batch_size)
+        assert ordered <= plain
+    assert prefilled_tokens(prompts, reuse_order(prompts)) < sum(map(len, prompts))
+
+
+def test_eviction_drops_least_recently_used_leaves():
+    trie = BlockTrie(block=2, capacity=3)
+    trie.insert([1, 1, 2, 2])        # blocks A, A/B
+    trie.insert([3, 3])              # block C
+    assert len(trie) == 3
+    trie.match([1, 1, 2, 2, 0])      # touches A and A/B: C is least recently used
+    trie.insert([4, 4])              # evicts C
+    assert trie.match([3, 3, 0]) == 0
+    assert trie.match([1, 1, 2, 2, 0]) == 2
+    trie.insert([5, 5])              # LRU leaf now is [4,4]
+    assert trie.match([4, 4, 0]) == 0
+    assert trie.match([1, 1, 2, 2, 0]) == 2
+
+
+def test_inner_blocks_are_not_evicted_before_their_children():
+    trie = BlockTrie(block=2, capacity=2)
+    trie.insert([1, 1, 2, 2])
+    trie.insert([3, 3])              # leaf A/B goes first (A has a child), then A is a leaf
+    assert trie.match([1, 1, 9]) == 1
+    assert trie.match([1, 1, 2, 2, 9]) == 1
+
+
+def test_small_cache_loses_reuse():
+    shared = list(range(256))
+    prompts = [shared + [1000 + i] for i in range(4)]
+    assert prefilled_tokens(prompts) == 4 * 257 - 3 * 256
+    assert prefilled_tokens(prompts, capacity=1) > prefilled_tokens(prompts)
+
+
+def test_order_must_be_a_permutation():
+    with pytest.raises(ValueError):
+        prefilled_tokens([[1], [2]], order=[0, 0])
