@@ -95,9 +95,15 @@ class BlockTrie:
         return False
 
 
-def reuse_order(token_lists: Sequence[Sequence[int]]) -> list[int]:
-    """Indices of ``token_lists`` in issue order: sorted by token ids, ties in dataset order."""
-    return sorted(range(len(token_lists)), key=lambda i: (tuple(token_lists[i]), i))
+def reuse_order(token_lists: Sequence[Sequence[int] | str]) -> list[int]:
+    """Indices of ``token_lists`` in issue order: sorted by token ids, ties in dataset order.
+
+    The items may also be prompt texts: prompts sharing a text prefix share a token prefix (up to the token at the
+    boundary), so sorting the texts groups them the same way without a tokenizer pass."""
+    def key(i):
+        item = token_lists[i]
+        return (item if isinstance(item, str) else tuple(item)), i
+    return sorted(range(len(token_lists)), key=key)
 
 
 def batches(order: Sequence[int], batch_size: int) -> Iterable[list[int]]:

@@ -61,7 +61,7 @@ def test_item13_over_length_prompts_are_marked_once_per_sample(tmp_path, nrs, ba
     long_q = ' '.join(['word'] * 70)   # 70 tokens + 4 new ones > 64
     questions = ['short one', long_q, 'short two', long_q, 'short three']
     returned, file, sent = run(LongCtxGenInferencer, tmp_path, questions, nrs, batch_size)
-    assert sent == ['short one', 'short two', 'short three']   # never sent to the model
+    assert sent == ['short one', 'short three', 'short two']   # the long ones never sent; issued in reuse order
     assert len(file) == len(returned) == 5
     over = [OVER_LENGTH] * nrs if nrs > 1 else OVER_LENGTH
     assert [file[str(i)]['prediction'] for i in (1, 3)] == [over, over]

@@ -95,3 +95,83 @@ def test_small_cache_loses_reuse():
 def test_order_must_be_a_permutation():
     with pytest.raises(ValueError):
         prefilled_tokens([[1], [2]], order=[0, 0])
+
+
+# ---- the inferencer: issued in reuse order, answered in dataset order ------------------------------------------
+
+import json
+from types import SimpleNamespace
+
+from opencompass.models.base import BaseModel
+from opencompass.openicl import DatasetReader, PromptTemplate
+from opencompass.openicl.icl_retriever import ZeroRetriever
+from datasets import Dataset
+
+from opencompass_longctx.run import resume_check
+from opencompass_longctx.run.inferencer import LongCtxGenInferencer, issue_order
+
+
+class _Echo(BaseModel):
+    def __init__(self):
+        super().__init__(path='echo', max_seq_len=4096)
+        self.sent = []
+
+    def get_token_len(self, prompt):
+        return len(prompt.split())
+
+    def generate(self, inputs, max_out_len, **kwargs):
+        self.sent.extend(inputs)
+        return [f'answer to {p[-12:]}' for p in inputs]
+
+
+def _retriever(questions):
+    data = Dataset.from_dict({'question': questions, 'answer': [str(i) for i in range(len(questions))]})
+    reader = DatasetReader(data, input_columns=['question'], output_column='answer')
+    return ZeroRetriever(SimpleNamespace(reader=reader, train=reader.dataset['train'], test=reader.dataset['test']))
+
+
+def _questions():
+    rng = random.Random(0)
+    heads = ['hay ' * 40 + f'depth {d} ' for d in range(3)]
+    return [rng.choice(heads) + f'needle {i} question {i % 2}' for i in range(9)]
+
+
+def _run(tmp_path, name, reuse, save_every=None):
+    model = _Echo()
+    inf = LongCtxGenInferencer(model=model, max_out_len=4, batch_size=2, output_json_filepath=str(tmp_path / name),
+                               reuse_order=reuse, save_every=save_every)
+    returned = inf.inference(_retriever(_questions()), prompt_template=PromptTemplate('{question}'))
+    return returned, (tmp_path / name / 'predictions').read_bytes(), model.sent
+
+
+def test_ordered_run_writes_the_unordered_predictions(tmp_path):
+    ordered, plain = _run(tmp_path, 'a', True), _run(tmp_path, 'b', False)
+    assert ordered[:2] == plain[:2]                     # returned list and predictions file, byte for byte
+    assert ordered[2] != plain[2] and sorted(ordered[2]) == sorted(plain[2])
+    assert ordered[2] == sorted(plain[2])               # issued in text order: shared prefixes adjacent
+    order = issue_order(_retriever(_questions()), prompt_template=PromptTemplate('{question}'))
+    assert [ordered[2].index(q) for q in _questions()] == [order.index(i) for i in range(9)]
+
+
+def test_an_ordered_partial_run_resumes_to_the_same_file(tmp_path):
+    reference = _run(tmp_path, 'ref', True)[1]
+    qs = _questions()
+    order = issue_order(_retriever(qs), prompt_template=PromptTemplate('{question}'))
+    ref = json.loads(reference)
+    # an interrupted run saved the first k samples it issued, under their dataset indices (not the first k of the
+    # dataset)
+    k = next(k for k in range(1, 9) if set(order[:k]) != set(range(k)))
+    out = tmp_path / 'part'
+    out.mkdir()
+    lines = [json.dumps({'idx': str(i), **ref[str(i)]}) for i in order[:k]]
+    (out / 'tmp_predictions.jsonl').write_text('\n'.join(lines) + '\n')
+    saved = resume_check.read_saved(str(out / 'tmp_predictions.jsonl'))
+    current = [([q], str(i)) for i, q in enumerate(qs)]
+    assert resume_check.mismatch(*resume_check.in_issue_order(saved, current), finished=False) == ''
+    assert f'not the first {k}' in resume_check.mismatch(saved, current, finished=False)
+    _, resumed, sent = _run(tmp_path, 'part', True)
+    assert resumed == reference
+    assert sorted(sent) == sorted(qs[i] for i in order[k:])    # only the samples not saved were sent again
+    assert resume_check.issued_in_reuse_order({'infer_cfg': {'inferencer': {'type': LongCtxGenInferencer}}})
+    assert not resume_check.issued_in_reuse_order(
+        {'infer_cfg': {'inferencer': {'type': LongCtxGenInferencer, 'reuse_order': False}}})

@@ -13,6 +13,8 @@ would hold is an engine-sizing miss, not an over-length prompt. It is not sent e
 :data:`~opencompass_longctx.overlength.ENGINE_TOO_SMALL`, the log says so at ERROR level, and the evaluators and
 the tier table report the dataset as incomplete with the reason.
 """
+import copy
+import inspect
 import json
 
 from opencompass.openicl.icl_inferencer import GenInferencer
@@ -24,13 +26,43 @@ POLICIES = ('skip',)
 
 class LongCtxGenInferencer(GenInferencer):
 
-    def __init__(self, *args, overlength: str = 'skip', model_window: int = None, **kwargs):
+    def __init__(self, *args, overlength: str = 'skip', model_window: int = None, reuse_order: bool = True,
+                 **kwargs):
         if overlength not in POLICIES:
             raise ValueError(f'unknown over-length policy {overlength!r}; choose one of {POLICIES}')
         super().__init__(*args, **kwargs)
         self.overlength, self.model_window = overlength, model_window
+        self.reuse_order = reuse_order
 
     def inference(self, *args, **kwargs):
+        """Issue the dataset's prompts in prefix-reuse order (``reuse_order=True``), answer in dataset order.
+
+        GenInferencer runs on a view of the dataset permuted by :func:`issue_order`; its output handler files each
+        prediction under the sample's dataset index, so the saved ``tmp_*.jsonl`` holds the first ``k`` samples of
+        the issue order under their own indices, a resume (OpenCompass continues at position ``len(tmp)``) goes on
+        with the rest, and the finished predictions file and the returned list are in dataset order, the same as
+        an unordered run's. The order is a function of the prompt texts, so a resumed run and
+        :mod:`~opencompass_longctx.run.resume_check` find the same one."""
+        if not self.reuse_order:
+            return self._measured_inference(*args, **kwargs)
+        args_ = inspect.signature(GenInferencer.inference).bind(self, *args, **kwargs)
+        args_.apply_defaults()
+        call = {k: v for k, v in args_.arguments.items() if k != 'self'}
+        retriever = call['retriever']
+        order = issue_order(retriever, call['ice_template'], call['prompt_template'], self.gen_field_replace_token)
+        if order == sorted(order):
+            return self._measured_inference(**call)
+        call['retriever'] = _permuted(retriever, order)
+        from opencompass.openicl.icl_inferencer import icl_gen_inferencer
+        plain = icl_gen_inferencer.GenInferencerOutputHandler
+        icl_gen_inferencer.GenInferencerOutputHandler = type('InDatasetOrder', (_InDatasetOrder, plain),
+                                                             {'order': order})
+        try:
+            return self._measured_inference(**call)
+        finally:
+            icl_gen_inferencer.GenInferencerOutputHandler = plain
+
+    def _measured_inference(self, *args, **kwargs):
         model = self.model
         limit = self.max_seq_len or getattr(model, 'max_seq_len', None)
         if not limit:
@@ -90,3 +122,42 @@ class LongCtxGenInferencer(GenInferencer):
                     f'LongCtxPartitioner sized for this tier band (max_seq_len {limit}); they were not sent and the '
                     'dataset is reported as incomplete. Delete its predictions and rerun it with -r and '
                     'LongCtxPartitioner(headroom=...) larger, or a band of its own.')
+
+
+def issue_order(retriever, ice_template=None, prompt_template=None, replace_token='') -> list:
+    """The order the dataset's prompts are issued in: :func:`~opencompass_longctx.prefix_reuse.reuse_order` of each
+    prompt's text, rendered as GenInferencer renders it (retriever and prompt template; the model's meta template
+    adds the same text to every prompt, so it does not change the order)."""
+    from opencompass_longctx.prefix_reuse import reuse_order
+    from opencompass_longctx.run.resume_check import _pieces
+    texts = []
+    for idx, ice_idx in enumerate(retriever.retrieve()):
+        ice = retriever.generate_ice(ice_idx, ice_template=ice_template)
+        prompt = retriever.generate_prompt_for_generate_task(idx, ice, gen_field_replace_token=replace_token,
+                                                             ice_template=ice_template, prompt_template=prompt_template)
+        texts.append('\n'.join(_pieces(prompt)))
+    return reuse_order(texts)
+
+
+def _permuted(retriever, order):
+    """A shallow copy of ``retriever`` whose test split is the dataset's samples in ``order``."""
+    view, reader = copy.copy(retriever), copy.copy(retriever.dataset_reader)
+    splits = copy.copy(reader.dataset)
+    splits['test'] = splits['test'].select(order)
+    reader.dataset = splits
+    view.dataset_reader, view.test_ds = reader, splits['test']
+    return view
+
+
+class _InDatasetOrder:
+    """Mixin for OpenCompass's GenInferencerOutputHandler: the ``idx`` GenInferencer passes is the position in
+    issue order (``order``); the prediction is filed under the sample's dataset index, and the finished file lists
+    them by index."""
+    order = ()
+
+    def save_results(self, origin_prompt, prediction, idx, *args, **kwargs):
+        return super().save_results(origin_prompt, prediction, self.order[idx], *args, **kwargs)
+
+    def write_to_json(self, save_dir, filename):
+        self.results_dict = {k: self.results_dict[k] for k in sorted(self.results_dict, key=int)}
+        return super().write_to_json(save_dir, filename)

@@ -67,6 +67,25 @@ def current_samples(dataset_cfg: Dict) -> List[Tuple[List[str], object]]:
     return out
 
 
+def issued_in_reuse_order(dataset_cfg: Dict) -> bool:
+    """Whether the dataset's inferencer issues its prompts in prefix-reuse order (LongCtxGenInferencer's
+    ``reuse_order``, on by default): its saved batches then hold samples in that order."""
+    inferencer = dataset_cfg.get('infer_cfg', {}).get('inferencer', {})
+    kind = inferencer.get('type')
+    name = kind if isinstance(kind, str) else getattr(kind, '__name__', '')
+    return name.rsplit('.', 1)[-1] == 'LongCtxGenInferencer' and inferencer.get('reuse_order', True) is not False
+
+
+def in_issue_order(saved: Dict[str, Dict], current: List[Tuple[List[str], object]]):
+    """Saved entries and :func:`current_samples` keyed by position in LongCtxGenInferencer's issue order (the same
+    texts, the same sort), so :func:`mismatch` checks that a tmp file holds the first samples issued. An index
+    outside the dataset keeps its own key."""
+    from opencompass_longctx.prefix_reuse import reuse_order
+    order = reuse_order(['\n'.join(pieces) for pieces, _ in current])
+    position = {str(i): str(p) for p, i in enumerate(order)}
+    return {position.get(k, k): v for k, v in saved.items()}, [current[i] for i in order]
+
+
 def _pieces(prompt) -> List[str]:
     """The text of a prompt: a string, or each message of a PromptList / chat list (section markers skipped)."""
     if isinstance(prompt, str):
@@ -171,6 +190,8 @@ def stale_predictions(combinations: Sequence[Dict], out_dir: str) -> Tuple[List[
                                      f'not checked against the dataset, which does not build ({type(e).__name__}: '
                                      f'{str(e).splitlines()[0] if str(e) else ""})')
                     continue
+                if path != final and issued_in_reuse_order(d):   # a tmp file holds the first samples issued
+                    saved, current = in_issue_order(saved, current)
                 reason = mismatch(saved, current, path == final)
                 if reason:
                     stale.append(Stale(model_abbr_from_cfg(model), d.get('abbr', ''), path, reason,
