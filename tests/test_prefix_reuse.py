@@ -175,3 +175,30 @@ def test_an_ordered_partial_run_resumes_to_the_same_file(tmp_path):
     assert resume_check.issued_in_reuse_order({'infer_cfg': {'inferencer': {'type': LongCtxGenInferencer}}})
     assert not resume_check.issued_in_reuse_order(
         {'infer_cfg': {'inferencer': {'type': LongCtxGenInferencer, 'reuse_order': False}}})
+
+
+# ---- where prefix caching is on ----------------------------------------------------------------------------------
+
+from opencompass_longctx.models import prefix_caching as pc
+
+
+def test_prefix_caching_is_on_for_full_attention_and_off_where_lmdeploy_does_not_reuse_exactly():
+    qwen = {'architectures': ['Qwen2ForCausalLM'], 'use_sliding_window': False, 'sliding_window': 32768}
+    mistral = {'architectures': ['MistralForCausalLM'], 'sliding_window': 4096}
+    nxt = {'architectures': ['Qwen3NextForCausalLM'], 'layer_types': ['linear_attention', 'full_attention']}
+    mla = {'architectures': ['DeepseekV3ForCausalLM'], 'kv_lora_rank': 512}
+    gemma = {'architectures': ['Gemma3ForCausalLM'], 'sliding_window': 1024}
+    vlm = {'architectures': ['LlavaForConditionalGeneration'], 'vision_config': {}}
+    for backend in ('pytorch', 'turbomind'):
+        assert pc.engine_config(qwen, backend, {})[pc.ENGINE_KEY] is True
+        assert pc.engine_config(mistral, backend, {})[pc.ENGINE_KEY] is False
+        assert pc.engine_config(nxt, backend, {})[pc.ENGINE_KEY] is False
+        assert pc.engine_config(vlm, backend, {})[pc.ENGINE_KEY] is False
+    assert pc.engine_config(mla, 'pytorch', {})[pc.ENGINE_KEY] is True
+    assert pc.engine_config(mla, 'turbomind', {})[pc.ENGINE_KEY] is False
+    assert pc.engine_config(gemma, 'pytorch', {})[pc.ENGINE_KEY] is True
+    assert pc.engine_config(gemma, 'turbomind', {})[pc.ENGINE_KEY] is False
+    # the user's word: prefix_caching=False, or the engine key given by hand
+    assert pc.engine_config(qwen, 'pytorch', {}, prefix_caching=False)[pc.ENGINE_KEY] is False
+    assert pc.engine_config(mistral, 'pytorch', {pc.ENGINE_KEY: True})[pc.ENGINE_KEY] is True
+    assert pc.describe(qwen, 'pytorch', {pc.ENGINE_KEY: False}).startswith('off (set in the model config')

@@ -33,6 +33,7 @@ from typing import Dict, Optional, Tuple
 from opencompass.models import TurboMindModelwithChatTemplate
 
 from opencompass_longctx.models import geometry, prefill, recipe, responses
+from opencompass_longctx.models.prefix_caching import engine_config as prefix_caching_config
 KV_BYTES = {0: 2.0, 8: 1.0, 4: 0.5}  # quant_policy -> bytes per cached value
 
 
@@ -371,7 +372,7 @@ class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
                  gpu_memory_gib: Optional[float] = None, continue_final_message: bool = True,
                  trust_remote_code: bool = False, native_window: Optional[int] = None,
                  long_context: Optional[Dict] = None, rope: Optional[Dict] = None, caveats=None,
-                 max_tier: Optional[str] = None, **kwargs):
+                 max_tier: Optional[str] = None, prefix_caching: Optional[bool] = None, **kwargs):
         # max_tier: the largest tier the run gives this model (opencompass_longctx.combinations reads it)
         engine_config = dict(engine_config or {})
         if max_seq_len and 'session_len' not in engine_config:
@@ -382,6 +383,8 @@ class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
         pick = choose_backend if tokenizer_only else serving_backend      # the engine that will really be built
         self.backend, self.backend_reason = pick(cfg, backend)
         engine_config = text_only(cfg, self.backend, engine_config)
+        # on where LMDeploy reuses prompt blocks exactly (models/prefix_caching.py); prefix_caching=False: off
+        engine_config = prefix_caching_config(cfg, self.backend, engine_config, prefix_caching)
         validate_engine_config(engine_config, self.backend, max_seq_len,
                                None if tokenizer_only else _visible_gpus())
         if preflight and not tokenizer_only:

@@ -85,6 +85,10 @@ def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) ->
         from opencompass_longctx.models.lmdeploy import ray_isolation
         ray = ray_isolation(out['backend'], tp, os.environ)[1]
         out['backend_reason'] += f'; {ray}' if ray else ''
+        from opencompass_longctx.models import prefix_caching as pc
+        pcfg = geo.get('config') or {}
+        out['prefix_caching'] = pc.describe(pcfg, out['backend'], pc.engine_config(
+            pcfg, out['backend'], ec, model_cfg.get('prefix_caching')))
     except LMDeployConfigError as e:
         out.update(backend=model_cfg.get('backend'), backend_reason=str(e), max_batch_size=1, verdict='bad backend',
                    reason=str(e))

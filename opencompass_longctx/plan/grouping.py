@@ -168,6 +168,7 @@ def summarize(plan: Dict, problems: Sequence[str] = ()) -> Dict:
             b['verdict'] = t.engine['verdict']
             b['reason'] = t.engine.get('reason', '')
             m['backend'] = (t.engine.get('backend'), t.engine.get('backend_reason'))
+            m['prefix_caching'] = t.engine.get('prefix_caching')          # models.prefix_caching.describe
             m['layer_types'] = (t.engine.get('layer_types'), t.engine.get('kv_bytes_per_token'))   # models.geometry
             b['rope'] = t.engine.get('rope')
             b['caveats'].update(t.engine.get('caveats') or {})

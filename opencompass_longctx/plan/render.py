@@ -72,7 +72,8 @@ def _engine_lines(summary: Dict) -> List[str]:
             ropes = '; '.join(f"{band}: {rope_text(b['rope'])}" for band, b in m['bands'].items() if b.get('rope'))
             layers, kv = m.get('layer_types') or (None, None)
             sized = f"; sized as {layers}, KV {kv:,.0f} bytes/token as LMDeploy allocates it" if layers else ''
-            lines.append(f"- {model}: {m['backend'][0]} ({m['backend'][1]}); RoPE scaling {ropes}{sized}")
+            cached = f"; prefix caching {m['prefix_caching']}" if m.get('prefix_caching') else ''
+            lines.append(f"- {model}: {m['backend'][0]} ({m['backend'][1]}); RoPE scaling {ropes}{sized}{cached}")
     marks = {(model, r) for model, m in summary['models'].items() for b in m['bands'].values()
              for rs in b['caveats'].values() for r in rs}
     if lines:
