@@ -8,11 +8,11 @@
 # Smaller: LONGCTX_CPU_TIERS=0k,1k,16k LONGCTX_CPU_SAMPLES=1 opencompass examples/eval_longctx_cpu.py
 from mmengine.config import read_base
 from opencompass.partitioners import NaivePartitioner
-from opencompass.runners import LocalRunner
 
 from opencompass_longctx.demo.datasets import DemoBabilongDataset, DemoNoLiMaDataset
 from opencompass_longctx.demo.rule_reader import BabiRuleReader
 from opencompass_longctx.run.partitioner import LongCtxPartitioner
+from opencompass_longctx.run.progress import LongCtxLocalRunner
 from opencompass_longctx.run.tasks import LongCtxEvalTask, LongCtxInferTask
 with read_base():
     from opencompass_longctx.configs.datasets.babilong.babilong_base import BABILONG_BASE
@@ -41,7 +41,7 @@ datasets += [dict(d, type=DemoNoLiMaDataset, tier=t, abbr=f"{d['abbr']}_{t}", pa
              for t in NOLIMA_TIERS for d in NOLIMA_BASE]
 
 infer = dict(partitioner=dict(type=LongCtxPartitioner),
-             runner=dict(type=LocalRunner, max_num_workers=2, task=dict(type=LongCtxInferTask)))
+             runner=dict(type=LongCtxLocalRunner, max_num_workers=2, task=dict(type=LongCtxInferTask)))
 eval = dict(partitioner=dict(type=NaivePartitioner, n=1000),
-            runner=dict(type=LocalRunner, max_num_workers=2, task=dict(type=LongCtxEvalTask)))
+            runner=dict(type=LongCtxLocalRunner, max_num_workers=2, task=dict(type=LongCtxEvalTask)))
 work_dir = f'{CPU_DIR}/runs'

@@ -3,7 +3,7 @@
 Search order for a benchmark's files (first hit wins, no network access when files are present):
 
 1. the directory the user gives (``path=`` in the dataset config);
-2. ``$COMPASS_DATA_CACHE/<name>`` (and OpenCompass's legacy ``$COMPASS_DATA_CACHE/data/<legacy>``);
+2. ``$COMPASS_DATA_CACHE/<name>`` (and the layout of OpenCompass's own data cache, ``$COMPASS_DATA_CACHE/data/<dir>``);
 3. an opt-in download from the Hugging Face hub (``download=True`` in the config or ``LONGCTX_DOWNLOAD=1``)
    into ``$COMPASS_DATA_CACHE/<name>`` (or ``~/.cache/opencompass_longctx/data/<name>``), at the revision
    given (``revision=``) or the one recorded by an earlier download.

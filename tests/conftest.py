@@ -93,8 +93,10 @@ def assert_clean_logs(run_dir):
 # run everything. A test is marked from what it does, read from its own source and its fixtures' (so a new test
 # is marked without anyone remembering to): e2e when it or a fixture it uses starts a process (the real
 # `opencompass`, `longctx-report`, pip, make), browser when it drives Chromium, slurm when it needs the cluster.
+# `stage_opencompass` is the GPU check's stage that starts the opencompass command; a test that starts the pipeline
+# through a package function not named here carries @pytest.mark.e2e itself.
 _MARKS = {
-    'e2e': ('run_opencompass', 'subprocess', 'Popen', 'report_cli', 'check_call', 'check_output'),
+    'e2e': ('run_opencompass', 'subprocess', 'Popen', 'report_cli', 'check_call', 'check_output', 'stage_opencompass'),
     'browser': ('need_chromium', 'screenshot('),
     'slurm': ('slurm_cluster', 'sbatch'),
 }

@@ -502,6 +502,7 @@ for obj, name, value in lmdeploy_double.engine_patches():
 """
 
 
+@pytest.mark.e2e   # cli.main runs the opencompass command, twice
 def test_the_command_end_to_end_with_the_engine_double(tmp_path, monkeypatch, engine_double):
     """``longctx-gpu-check`` from its Python check to its verdict, on LMDeploy's real pipeline with the engine double
     standing in for TurboMind and the PyTorch engine (both 'available', as on a GPU machine with the full wheel) and

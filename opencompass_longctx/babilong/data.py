@@ -4,7 +4,7 @@ Layouts read (all tiers 0k..1M and 10M, tier names case-insensitive):
 
 * RMT-team/babilong (100 samples per task and tier, JSON): ``data/qaN/<LEN>.json`` (``1M``/``10M`` upper-case)
 * RMT-team/babilong-1k-samples (about 1000 samples, parquet): ``<len>/qaN-*.parquet``
-* OpenCompass's legacy cache: ``$COMPASS_DATA_CACHE/data/babilong/data/qaN/<len>.json``
+* OpenCompass's own data cache layout: ``$COMPASS_DATA_CACHE/data/babilong/data/qaN/<len>.json``
 
 JSON files are read as a stream (an array of records, or JSON lines), one record at a time, so the
 hundreds-of-MB files at 512k and above never sit in memory whole. A file that is empty, holds no records, is
