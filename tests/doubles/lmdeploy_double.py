@@ -49,7 +49,7 @@ class FakeEngine:
     ``close()``; each instance's ``async_stream_infer`` yields LMDeploy's ``EngineOutput``."""
 
     def __init__(self, async_engine, backend, config, kv_tokens=None, session_len=None, error_every=None,
-                 trace=None):
+                 trace=None, cache_blocks=None):
         from opencompass_longctx.demo.rule_reader import BabiRuleReader
         self.engine_config = copy.copy(config)
         self.engine_config.enable_metrics = False   # prometheus_client is not installed here; metrics are not tested
@@ -60,6 +60,12 @@ class FakeEngine:
         self.kv_tokens, self.error_every, self.trace = kv_tokens, error_every, trace
         self.block = config.block_size if backend == 'pytorch' else config.cache_block_seq_len
         self.reader = BabiRuleReader(tokenizer='tiktoken:gpt2')
+        # the prefix cache, as LMDeploy keeps it (opencompass_longctx.prefix_reuse): requests are admitted one after
+        # another, each reusing the full blocks cached before it; ``cache_blocks`` (default: the KV cache's blocks)
+        from opencompass_longctx.prefix_reuse import BlockTrie
+        capacity = cache_blocks or (kv_tokens // self.block if kv_tokens else None)
+        self.trie = BlockTrie(self.block, capacity) if config.enable_prefix_caching else None
+        self.prompt_tokens = self.prefilled_tokens = 0
         _log({'event': 'engine', 'backend': backend, 'path': async_engine.model_name,
               'session_len': self.engine_config.session_len, 'max_batch_size': config.max_batch_size, 'tp': config.tp,
               'cache_max_entry_count': config.cache_max_entry_count, 'kv_tokens': kv_tokens,
@@ -88,6 +94,14 @@ class FakeEngine:
             return ResponseType.OUT_OF_MEMORY, 0
         return None, max_new_tokens
 
+    def prefill(self, input_ids):
+        """Count the prompt's tokens and those computed (after the cached blocks), and cache its blocks."""
+        reused = self.trie.match(input_ids) * self.block if self.trie is not None else 0
+        if self.trie is not None:
+            self.trie.insert(input_ids)
+        self.prompt_tokens += len(input_ids)
+        self.prefilled_tokens += len(input_ids) - reused
+
     def forward(self, input_ids, max_new_tokens, stop_ids):
         """The answer's token ids: the rule reader on the prompt as the engine received it, then a stop token."""
         text = self.reader.answer(self.tokenizer.decode(input_ids, skip_special_tokens=False))
@@ -109,6 +123,7 @@ class FakeInstance:
         if status is not None:
             yield EngineOutput(status, [])
             return
+        self.engine.prefill(input_ids)
         answer = self.engine.forward(input_ids, max_new, gen_config.stop_token_ids or [])
         yield EngineOutput(ResponseType.FINISH, answer)
 
