@@ -31,8 +31,8 @@ class BlockTrie:
     def __init__(self, block: int = BLOCK, capacity: int | None = None):
         if block <= 0:
             raise ValueError('block must be positive')
-        if capacity is not None and capacity < 1:
-            raise ValueError('capacity must be at least one block')
+        if capacity is not None and capacity < 0:
+            raise ValueError('capacity must not be negative')
         self.block = block
         self.capacity = capacity
         self._node: dict[tuple, int] = {}          # (parent id, block tokens) -> node id

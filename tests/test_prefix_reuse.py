@@ -202,3 +202,8 @@ def test_prefix_caching_is_on_for_full_attention_and_off_where_lmdeploy_does_not
     assert pc.engine_config(qwen, 'pytorch', {}, prefix_caching=False)[pc.ENGINE_KEY] is False
     assert pc.engine_config(mistral, 'pytorch', {pc.ENGINE_KEY: True})[pc.ENGINE_KEY] is True
     assert pc.describe(qwen, 'pytorch', {pc.ENGINE_KEY: False}).startswith('off (set in the model config')
+
+
+def test_a_cache_of_no_blocks_reuses_nothing():
+    prompts = [list(range(200)) + [i] for i in range(3)]
+    assert prefilled_tokens(prompts, capacity=0) == sum(map(len, prompts))

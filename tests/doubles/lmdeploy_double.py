@@ -63,7 +63,7 @@ class FakeEngine:
         # the prefix cache, as LMDeploy keeps it (opencompass_longctx.prefix_reuse): requests are admitted one after
         # another, each reusing the full blocks cached before it; ``cache_blocks`` (default: the KV cache's blocks)
         from opencompass_longctx.prefix_reuse import BlockTrie
-        capacity = cache_blocks or (kv_tokens // self.block if kv_tokens else None)
+        capacity = cache_blocks if cache_blocks is not None else (kv_tokens // self.block if kv_tokens else None)
         self.trie = BlockTrie(self.block, capacity) if config.enable_prefix_caching else None
         self.prompt_tokens = self.prefilled_tokens = 0
         _log({'event': 'engine', 'backend': backend, 'path': async_engine.model_name,
