@@ -18,7 +18,8 @@ room with this spec:
 * ``fits(cfg)``: None when the dataset's tier can hold its prompts, else why not (a config to leave out);
 * ``thinking_budget(max_out_len)``: the decoding budget and its mode name for a model that thinks (default: the
   package's own, :func:`opencompass_longctx.reasoning.own_budget`; a room whose authors give a rule states it);
-* ``summary``: its tables (:class:`Bench`: pattern, rows, base tiers), the headline one first.
+* ``summary``: its tables (:class:`Bench`: pattern, rows, base tiers, summary groups), the headline one first;
+* ``report``: figures of its own beside the tier table (:class:`OwnReport`), or None.
 
 :func:`spec_of` finds a dataset config's spec from its ``type``; :func:`all_specs` lists every room's.
 """
@@ -78,6 +79,11 @@ class Bench:
     cluster_keys: Tuple[str, ...] = ()
     strata_keys: Tuple[str, ...] = ()
     relation: str = 'independent samples'
+    # OpenCompass summary groups beside the rows' (opencompass_longctx.summarizers.groups): with ``task_mean_from``
+    # (a tier), ``<name>_<task>_avg``, a task's mean over its tiers from that one up; with ``tier_mean`` (a word),
+    # ``<name>_<tier>_<word>``, the mean over the tasks at a tier. '': none.
+    task_mean_from: str = ''
+    tier_mean: str = ''
 
     def cluster_of(self, detail: dict, task: str, position: int) -> Optional[str]:
         """The sample's cluster as one string (None: the benchmark declares none; KeyError naming the key when a
@@ -132,6 +138,21 @@ def _no_problem(d: Dict) -> None:
 
 
 @dataclass(frozen=True)
+class OwnReport:
+    """A benchmark's own figures beside the tier table, from the results of its datasets (NoLiMa's base score,
+    threshold and effective length per needle set, with splits by question type, order, depth and haystack). The
+    long-context summarizer hands each model's ``(dataset config, result or None)`` pairs to ``reports``, adds
+    ``rows(reports)`` (``(name, metric, value)``) to OpenCompass's table, writes every model's reports to
+    ``summary/<name>_<time>.json`` and ``markdown(reports by model, dataset configs)`` to ``.md``, and prints the
+    markdown under ``heading``."""
+    name: str
+    reports: Callable[[Sequence[Tuple[Dict, Optional[dict]]]], Dict]
+    rows: Callable[[Dict], List[Tuple[str, str, float]]]
+    markdown: Callable[[Dict[str, Dict], Sequence[Dict]], str]
+    heading: str = ''
+
+
+@dataclass(frozen=True)
 class BenchmarkSpec:
     name: str
     dataset_type: str
@@ -148,6 +169,12 @@ class BenchmarkSpec:
     fits: Callable[[Dict], Optional[str]] = _no_problem
     # (new max_out_len, decoding mode) for a model that thinks before it answers (opencompass_longctx.reasoning)
     thinking_budget: Callable[[int], Tuple[int, str]] = own_budget
+    # figures of the benchmark's own beside the tier table (None: the table says it all)
+    report: Optional[OwnReport] = None
+    # what its prompts share: the share of a split's prompt tokens that LMDeploy's prefix cache (64-token blocks)
+    # serves when the prompts are issued in reuse order (opencompass_longctx.prefix_reuse; measured on the
+    # project's stand-in data by bench/bench_prefix.py); 0: prompts share no more than a template
+    prefix_reuse: float = 0.0
 
     def tier(self, d: Dict) -> Tier:
         if 'tier' not in d:

@@ -31,13 +31,19 @@ def task_seconds(loads: Sequence, engine: Optional[Dict], cm: Dict) -> Dict[str,
                                                             engine['hidden'] or 0, engine['kv_bytes_per_token'])
     total = prof.get('total_params') or engine['weights'] / 2.0
     bw = tp * gpu['hbm_tbps'] * 1e12 * cm['decode_bw_efficiency']
-    prefill = decode = 0.0
+    prefill = decode = plain = 0.0
     batch = max(1, engine['max_batch_size'])
+    # with prefix caching on, a prompt computes only the tokens after its cached prefix (a share ld.reuse of them),
+    # attending to the whole prefix: FLOPs(L) - FLOPs(cached part)
+    cached = str(engine.get('prefix_caching') or '').startswith('on')
     for ld in loads:
         L = ld.tokens_per_row * (ld.ratio or 1.0)      # in the model's tokens
-        prefill += ld.rows * geometry.prefill_flops(prof, L) / flops_per_s
+        full = ld.rows * geometry.prefill_flops(prof, L) / flops_per_s
+        plain += full
+        reused = getattr(ld, 'reuse', 0.0) if cached else 0.0
+        prefill += full - (ld.rows * geometry.prefill_flops(prof, L * reused) / flops_per_s if reused else 0.0)
         out = ld.max_out_len * cm['output_fraction']
         batches = math.ceil(ld.rows / batch)
         b = min(batch, ld.rows) or 1
         decode += batches * out * geometry.decode_bytes(prof, engine['weights'], total, b, L + out / 2) / bw
-    return {'start': start, 'prefill': prefill, 'decode': decode, 'costed': True}
+    return {'start': start, 'prefill': prefill, 'decode': decode, 'costed': True, 'prefill_without_reuse': plain}

@@ -39,6 +39,11 @@ class TaskPlan:
         return max(self.gpus, 1) * (s['start'] + s['prefill'] + s['decode']) / 3600
 
     @property
+    def gpu_hours_without_reuse(self) -> float:
+        s = self.seconds
+        return max(self.gpus, 1) * (s['start'] + s.get('prefill_without_reuse', s['prefill']) + s['decode']) / 3600
+
+    @property
     def overhead_gpu_hours(self) -> float:
         return max(self.gpus, 1) * self.seconds['start'] / 3600
 
@@ -186,6 +191,7 @@ def summarize(plan: Dict, problems: Sequence[str] = ()) -> Dict:
     return {'models': models, 'tasks': len(plan['tasks']),
             'engine_starts': sum(m['engine_starts'] for m in models.values()),
             'gpu_hours': total, 'overhead_gpu_hours': overhead,
+            'gpu_hours_without_reuse': sum(t.gpu_hours_without_reuse for t in plan['tasks']),
             'overhead_share': overhead / total if total else None,
             'costed': all(t.seconds.get('costed') for t in plan['tasks'] if t.engine),
             'skipped_already_predicted': len(plan['skipped']), 'cost_model': cm, 'problems': list(problems)}

@@ -19,6 +19,7 @@ def to_markdown(summary: Dict) -> str:
     cost = (f"Estimated {summary['gpu_hours']:.1f} GPU-hours on {summary['cost_model']['gpu']} for the LMDeploy "
             f"models, of which harness overhead (engine starts and subprocess imports) "
             f"{summary['overhead_gpu_hours']:.2f} GPU-hours = {100 * summary['overhead_share']:.2f}%."
+            + _reuse_text(summary)
             if costed and summary['overhead_share'] is not None else
             'GPU cost not estimated: no LMDeploy model with a known geometry in this run (other models are only '
             'grouped by band).')
@@ -105,3 +106,12 @@ def write(summary: Dict, plan: Dict, directory: str, markdown: Optional[str] = N
     with open(paths['json'], 'w', encoding='utf-8') as f:
         f.write(to_json(summary, plan))
     return paths
+
+
+def _reuse_text(summary: Dict) -> str:
+    """The GPU-hours without prefix reuse, where prefix caching lowers the estimate."""
+    plain, total = summary.get('gpu_hours_without_reuse'), summary['gpu_hours']
+    if not plain or plain <= total:
+        return ''
+    return (f' Without prefix reuse (prefix caching off, or prompts in dataset order): {plain:.1f} GPU-hours; '
+            f'reuse saves {100 * (1 - total / plain):.0f}%.')
