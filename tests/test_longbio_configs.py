@@ -100,7 +100,7 @@ def test_summary_groups_cover_every_tier_category_and_mode():
                                                               if c['cell'] == d['cell'])['category'] == cat]
                 assert [tuple(s) for s in g['subsets']] == [(f'{p}{c}_{tier}', 'accuracy') for c in want]
                 total += len(want)
-                assert names.index(f'{p}{cat}_{tier}') < names.index(f'{p}{tier}')   # children first
+                assert names.index(f'{p}{cat}_{tier}') < names.index(f'{p}mean_{tier}')   # children first
             assert total == len(cells_that_fit(tier))
     full = {cat: sum(c['category'] == cat for c in LONGBIO_CELLS) for cat in LONGBIO_CATEGORIES}
     assert full == {'understanding': 6, 'reasoning': 6, 'trustworthiness': 3}

@@ -54,11 +54,11 @@ def test_every_cell_tier_and_mode_runs_and_the_summary_shows_three_categories_pe
             assert rows[abbr]['tiny-chat'] == '-'
     for t in HELD:
         for p in PREFIXES:
-            for name in [f'{p}{t}'] + [f'{p}{cat}_{t}' for cat in LONGBIO_CATEGORIES]:
+            for name in [f'{p}mean_{t}'] + [f'{p}{cat}_{t}' for cat in LONGBIO_CATEGORIES]:
                 assert rows[name]['metric'] == 'naive_average', name
                 float(rows[name]['tiny-chat'])
     assert set(rows) == set(expected) | {f'{p}{n}' for t in TIERS for p in PREFIXES
-                                         for n in [t] + [f'{c}_{t}' for c in LONGBIO_CATEGORIES]}
+                                         for n in [f'mean_{t}'] + [f'{c}_{t}' for c in LONGBIO_CATEGORIES]}
 
 
 def test_prompts_are_sent_exactly_and_results_record_the_mode(longbio_run):

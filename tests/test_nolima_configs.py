@@ -30,8 +30,11 @@ def test_tier_config(tier):
 
 def test_summarizer_config():
     cfg = Config.fromfile(str(CFG / 'summarizers' / 'nolima.py'))
-    assert 'NoLiMaSummarizer' in str(cfg['summarizer']['type'])
+    assert 'LongCtxSummarizer' in str(cfg['summarizer']['type'])
     names = [g['name'] for g in cfg['nolima_summary_groups']]
     assert 'nolima_main_avg' in names and 'nolima_32k_variants' in names and len(names) == len(set(names))
     main = next(g for g in cfg['nolima_summary_groups'] if g['name'] == 'nolima_main_avg')
-    assert main['subsets'] == [(f'nolima_main_{t}', 'accuracy') for t in ('1k', '2k', '4k', '8k', '16k', '32k')]
+    assert main['subsets'] == [(f'nolima_main_{t}', 'accuracy') for t in TIERS[2:]]   # the tiers from 1k up
+    every = next(g for g in cfg['nolima_summary_groups'] if g['name'] == 'nolima_250_variants')
+    assert [s[0] for s in every['subsets']] == [f'nolima_{v}_250' for v in ('main', 'hard', 'cot', 'mc', 'direct',
+                                                                            'distractor')]

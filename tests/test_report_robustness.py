@@ -10,7 +10,6 @@ import pytest
 from mmengine.config import ConfigDict
 
 from opencompass_longctx import __version__
-from opencompass_longctx.nolima.summarizer import NoLiMaSummarizer
 from opencompass_longctx.summarizers.longctx import LongCtxSummarizer
 from opencompass_longctx.summarizers.table import ModelInfo, build, to_markdown, write
 MODEL = 'm'
@@ -38,7 +37,7 @@ def make_run(root, bad):
             (res / f'{abbr}.json').write_text(json.dumps(GOOD))
     name, text, _ = BAD[bad]
     (res / f'{name}.json').write_text(text)
-    (res / f'{NOLIMA}.json').write_text(text)  # read by the NoLiMa summarizer
+    (res / f'{NOLIMA}.json').write_text(text)  # read for NoLiMa's own figures too
     return name
 
 
@@ -85,8 +84,7 @@ def test_the_summarizers_survive_bad_result_files(tmp_path, bad, capsys):
     good = next(a for a in ABBRS if a != name)
     assert any(ln.startswith(good + ' ') and ln.rstrip().endswith('50.00') for ln in out.splitlines())
     assert [f.dataset for f in report['failures']] == [name, NOLIMA]
-    NoLiMaSummarizer(cfg).summarize(time_str='t')  # the NoLiMa summarizer reads results the same way
-    assert 'nolima_main_1k ' in capsys.readouterr().out
+    assert any(ln.startswith(NOLIMA + ' ') for ln in out.splitlines())   # NoLiMa's own figures read it the same way
 
 
 def test_report_cli_on_bad_result_files_with_plots(tmp_path):

@@ -14,7 +14,7 @@ from conftest import REPO, run_opencompass
 from opencompass_longctx import __version__
 from opencompass_longctx.summarizers.metrics import effective_length, mean_with_ci, nolima_threshold
 from opencompass_longctx.summarizers.table import ModelInfo, build, to_csv, to_json, to_markdown
-from opencompass_longctx.summarizers.longctx import derive_summary_groups
+from opencompass_longctx.summarizers.groups import summary_groups
 def test_nolima_effective_length_gpt4o_example():
     # NoLiMa's GPT-4o: base 99.3 -> threshold 84.4; 1K 98.1, 2K 98.0, 4K 95.7, 8K 89.2, 16K 81.6, 32K 69.7
     scores = [('1k', 98.1), ('2k', 98.0), ('4k', 95.7), ('8k', 89.2), ('16k', 81.6), ('32k', 69.7)]
@@ -104,7 +104,7 @@ def test_user_aliases_and_tier_order(tmp_path):
 
 def test_groups_derived_from_abbrs():
     abbrs = [f'babilong_qa{i}_{t}' for t in ('4k', '192k') for i in range(1, 11)] + ['babilong_qa1_1k']
-    names = [g['name'] for g in derive_summary_groups(abbrs)]
+    names = [g['name'] for g in summary_groups(abbrs)]
     assert names == ['babilong_qa1-qa5_4k', 'babilong_qa1-qa10_4k', 'babilong_qa1-qa5_192k',
                      'babilong_qa1-qa10_192k']
 

@@ -1,7 +1,10 @@
 """``LongCtxSummarizer``: OpenCompass's default summary plus the cross-benchmark tier table.
 
-Its summary groups are derived from the dataset abbreviations of the run (a tier added by copying a config
-shows up with no other edit); it then writes the tier table (markdown, CSV, JSON) and plots next to
+Its summary groups are derived from the dataset abbreviations of the run and the benchmarks' specs
+(:mod:`.groups`: a tier added by copying a config shows up with no other edit). After OpenCompass's own table it
+adds the figures a benchmark's spec reports of its own (:class:`opencompass_longctx.spec.OwnReport`: NoLiMa's
+base score, threshold and effective length per needle set, as rows of OpenCompass's table and as
+``summary/nolima_<time>.{json,md}``); it then writes the tier table (markdown, CSV, JSON) and plots next to
 OpenCompass's own summary and prints the table. The table lists every dataset of the run that failed, with the
 exception's last line and the task log (OpenCompass itself exits 0 when tasks fail); with ``fail_on_missing=True``
 (or ``LONGCTX_FAIL_ON_MISSING=1``) the ``opencompass`` command then exits with status 1. Select it with
@@ -12,13 +15,13 @@ A dataset of this package that no cell of the tier table reads (:mod:`.placement
 when it has results (scores the table does not show) the command then exits with status 1 naming it, unless
 ``allow_unplaced=True`` (or ``LONGCTX_ALLOW_UNPLACED=1``) accepts it (a warning only).
 """
+import json
 import os
 from dataclasses import asdict
 from datetime import datetime
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from opencompass.summarizers.default import (METRIC_BLACKLIST, METRIC_WHITELIST, DefaultSummarizer,
-                                             model_abbr_from_cfg_used_in_summarizer)
+from opencompass.summarizers.default import DefaultSummarizer, model_abbr_from_cfg_used_in_summarizer
 from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
 
 from opencompass_longctx.summarizers.caveats import mark_caveats
@@ -27,32 +30,9 @@ from opencompass_longctx.summarizers.failures import Failure
 from opencompass_longctx.summarizers.metrics import NOLIMA_RATIO, RULER_THRESHOLD
 from opencompass_longctx.summarizers.placement import ALLOW_ENV, allow_unplaced_enabled, exit_message, section, stopping, unplaced
 from opencompass_longctx.summarizers.table import ModelInfo, Results, build, to_markdown, write
-from opencompass_longctx.summarizers.rows import BENCHMARKS, classify
+from opencompass_longctx.spec import OwnReport, spec_of
+from opencompass_longctx.summarizers.groups import summary_groups as spec_groups
 FAIL_ENV = 'LONGCTX_FAIL_ON_MISSING'
-
-
-def derive_summary_groups(abbrs: List[str]) -> List[Dict]:
-    """One group per benchmark row and tier whose tasks are all in the run (children before parents)."""
-    found = classify(abbrs)  # (per-model copies of a dataset: the first one names the group's subset)
-    groups = []
-    for bench in BENCHMARKS:
-        for tier, tasks in found.get(bench.name, {}).items():
-            made = set()
-            for row in bench.rows:
-                name = f'{bench.name}_{row.name}_{tier}'
-                if row.of_rows:
-                    if all(r in made for r in row.of_rows):
-                        groups.append(dict(name=name, subsets=[(f'{bench.name}_{r}_{tier}', 'naive_average')
-                                                               for r in row.of_rows]))
-                        made.add(row.name)
-                    continue
-                if row.detail_filter or len(row.tasks) == 1:
-                    continue  # a split of one dataset, or the dataset itself: no group
-                present = [t for t in row.tasks if t in tasks]
-                if present and (row.partial_ok or len(present) == len(row.tasks)):
-                    groups.append(dict(name=name, subsets=[(tasks[t], bench.metric) for t in present]))
-                    made.add(row.name)
-    return groups
 
 
 def table_inputs(cfg) -> Tuple[List[ModelInfo], List[str], List[Tuple[str, str]]]:
@@ -81,52 +61,51 @@ def failure_exit(failures: Sequence[Failure], where: str) -> SystemExit:
 
 
 class RobustSummarizer(DefaultSummarizer):
-    """``DefaultSummarizer`` whose result reading survives bad files: OpenCompass 0.5.4's ``_pick_up_results``
-    with each file read once through ``Results`` (a truncated file, ``[]`` or a non-object becomes an
-    ``{'error': ...}`` entry, which OpenCompass's table shows as '-', instead of a traceback)."""
+    """``DefaultSummarizer`` whose result reading survives bad files: OpenCompass's own ``_pick_up_results`` reads
+    the files it can parse, model by model; a file it cannot (truncated, ``[]``, not a JSON object: read once
+    through ``Results``) becomes an ``{'error': ...}`` entry, which OpenCompass's table shows as '-'."""
 
     def __init__(self, config, dataset_abbrs=None, summary_groups=None, prompt_db=None) -> None:
         super().__init__(config, dataset_abbrs=dataset_abbrs, summary_groups=list(summary_groups or []),
                          prompt_db=prompt_db)
         self.results = Results(self.work_dir)
 
+    def _unreadable(self, model, dataset) -> Optional[dict]:
+        result = self.results.get(model_abbr_from_cfg(model), dataset_abbr_from_cfg(dataset))
+        return result if result and result.get('unreadable') else None
+
+    def _pick_up_one(self, model, datasets):
+        """OpenCompass's reading of one model's results of ``datasets`` (none: only the datasets' eval modes)."""
+        models, every = self.model_cfgs, self.dataset_cfgs
+        self.model_cfgs, self.dataset_cfgs = ([model] if model else []), datasets
+        try:
+            return super()._pick_up_results()
+        finally:
+            self.model_cfgs, self.dataset_cfgs = models, every
+
     def _pick_up_results(self):
         raw_results, parsed_results, dataset_metrics = {}, {}, {}
         for model in self.model_cfgs:
             model_abbr = model_abbr_from_cfg_used_in_summarizer(model)
+            bad = {id(d): self._unreadable(model, d) for d in self.dataset_cfgs}
+            raw, parsed, metrics, _ = self._pick_up_one(model, [d for d in self.dataset_cfgs if not bad[id(d)]])
+            mine = raw_results.setdefault(model_abbr, {})
             parsed_results.setdefault(model_abbr, {})
-            raw_results.setdefault(model_abbr, {})
-            for dataset in self.dataset_cfgs:
-                dataset_abbr = dataset_abbr_from_cfg(dataset)
-                result = self.results.get(model_abbr_from_cfg(model), dataset_abbr)
-                if result is None:
+            for d in self.dataset_cfgs:
+                abbr = dataset_abbr_from_cfg(d)
+                if bad[id(d)]:
+                    mine[abbr] = dict(bad[id(d)])
+                    self.logger.warning(f'{model_abbr}/{abbr}: {bad[id(d)]["error"]}')
+                elif abbr in raw.get(model_abbr, {}):
+                    mine[abbr] = raw[model_abbr][abbr]
+            for abbr, names in metrics.items():
+                if abbr in dataset_metrics and tuple(dataset_metrics[abbr]) != tuple(names):
+                    self.logger.warning(f'{abbr} has different metrics: {dataset_metrics[abbr]} vs {names} '
+                                        f'({model_abbr})')
                     continue
-                result = {k: v for k, v in result.items() if k != 'details'}
-                raw_results[model_abbr][dataset_abbr] = result
-                if 'error' in result:
-                    self.logger.warning(f'{model_abbr}/{dataset_abbr}: {result["error"]}')
-                    continue
-                scores = {m: s for m, s in result.items()
-                          if m not in METRIC_BLACKLIST and isinstance(s, (int, float))}
-                if not scores:
-                    self.logger.warning(f'unknown result format: {result}, continue')
-                    continue
-                metrics = sorted(scores, key=lambda i: METRIC_WHITELIST.index(i) if i in METRIC_WHITELIST
-                                 else len(METRIC_WHITELIST))
-                if dataset_abbr in dataset_metrics and tuple(dataset_metrics[dataset_abbr]) != tuple(metrics):
-                    self.logger.warning(f'{dataset_abbr} has different metrics: {dataset_metrics[dataset_abbr]} vs '
-                                        f'{metrics} ({model_abbr})')
-                    continue
-                dataset_metrics[dataset_abbr] = metrics
-                parsed_results[model_abbr][dataset_abbr] = scores
-        dataset_eval_mode = {}
-        for dataset in self.dataset_cfgs:
-            inferencer = dataset.get('infer_cfg', {}).get('inferencer', {}).get('type', '')
-            inferencer = inferencer if isinstance(inferencer, str) else inferencer.__name__
-            mode = next((m for key, m in (('GenInferencer', 'gen'), ('PPLInferencer', 'ppl'),
-                                          ('PPLOnlyInferencer', 'ppl'), ('LLInferencer', 'll')) if key in inferencer),
-                        'unknown')
-            dataset_eval_mode[dataset_abbr_from_cfg(dataset)] = mode
+                dataset_metrics[abbr] = names
+                parsed_results[model_abbr][abbr] = parsed[model_abbr][abbr]
+        dataset_eval_mode = self._pick_up_one(None, self.dataset_cfgs)[3]
         return raw_results, parsed_results, dataset_metrics, dataset_eval_mode
 
 
@@ -140,16 +119,55 @@ class LongCtxSummarizer(RobustSummarizer):
         self.abbrs = [dataset_abbr_from_cfg(d) for d in config['datasets']]
         given = list(summary_groups or [])
         names = {g['name'] for g in given}
-        groups = given + [g for g in derive_summary_groups(self.abbrs) if g['name'] not in names]
+        groups = given + [g for g in spec_groups(self.abbrs) if g['name'] not in names]
         super().__init__(config, dataset_abbrs=dataset_abbrs, summary_groups=groups, prompt_db=prompt_db)
         self.ruler_threshold, self.nolima_ratio = ruler_threshold, nolima_ratio
         self.model_aliases, self.plots = model_aliases, plots
         self.fail_on_missing = fail_on_missing_enabled(fail_on_missing)
         self.allow_unplaced = allow_unplaced_enabled(allow_unplaced)
+        self._own: Optional[List[Tuple[OwnReport, List, Dict[str, Dict]]]] = None
+
+    def own_reports(self) -> List[Tuple[OwnReport, List, Dict[str, Dict]]]:
+        """(report, its datasets, {model: its reports}) for each benchmark of the run with figures of its own."""
+        if self._own is None:
+            by_spec: Dict[str, Tuple[OwnReport, List]] = {}
+            for d in self.dataset_cfgs:
+                spec = spec_of(d)
+                if spec is not None and spec.report is not None:
+                    by_spec.setdefault(spec.name, (spec.report, []))[1].append(d)
+            self._own = [(report, cfgs, {model_abbr_from_cfg_used_in_summarizer(m): report.reports(
+                              [(d, self.results.get(model_abbr_from_cfg(m), dataset_abbr_from_cfg(d))) for d in cfgs])
+                          for m in self.model_cfgs}) for report, cfgs in by_spec.values()]
+        return self._own
+
+    def _calculate_group_metrics(self, raw_results, parsed_results, dataset_metrics, dataset_eval_mode):
+        """OpenCompass's groups, then the rows of each benchmark's own figures."""
+        out = super()._calculate_group_metrics(raw_results, parsed_results, dataset_metrics, dataset_eval_mode)
+        for report, _, by_model in self.own_reports():
+            for model_abbr, reports in by_model.items():
+                for name, metric, value in report.rows(reports):
+                    parsed_results[model_abbr][name] = {metric: value}
+                    raw_results[model_abbr][name] = {metric: value}
+                    dataset_metrics[name] = [metric]
+                    dataset_eval_mode[name] = 'gen'
+        return out
+
+    def write_own_reports(self, out_dir: str, time_str: str) -> None:
+        """Each benchmark's own figures: ``<name>_<time>.json`` (every model's reports) and ``.md``, printed."""
+        for report, cfgs, by_model in self.own_reports():
+            os.makedirs(out_dir, exist_ok=True)
+            md = report.markdown(by_model, cfgs)
+            with open(os.path.join(out_dir, f'{report.name}_{time_str}.json'), 'w', encoding='utf-8') as f:
+                json.dump(by_model, f, indent=1, sort_keys=True)
+            with open(os.path.join(out_dir, f'{report.name}_{time_str}.md'), 'w', encoding='utf-8') as f:
+                f.write(md)
+            print(f'\n{report.heading}\n\n{md}')
 
     def summarize(self, output_path: str = None,
                   time_str: str = datetime.now().strftime('%Y%m%d_%H%M%S')):  # noqa: B008 (as OpenCompass)
         super().summarize(output_path=output_path, time_str=time_str)
+        out_dir = os.path.dirname(output_path) if output_path else os.path.join(self.work_dir, 'summary')
+        self.write_own_reports(out_dir, time_str)
         models, abbrs, expected = table_inputs(self.cfg)
         report = build(self.work_dir, models, abbrs, self.ruler_threshold, self.nolima_ratio,
                        self.model_aliases, expected=expected, results=self.results)
@@ -157,7 +175,6 @@ class LongCtxSummarizer(RobustSummarizer):
         lost = unplaced(self.cfg['datasets'], expected, dataset_abbr_from_cfg,
                         has_result=lambda m, a: os.path.isfile(self.results.path(m, a)))
         report['unplaced'] = [asdict(u) for u in lost]   # (in the JSON)
-        out_dir = os.path.dirname(output_path) if output_path else os.path.join(self.work_dir, 'summary')
         paths = write(report, out_dir, f'longctx_{time_str}', self.plots)
         if lost:
             with open(paths['md'], 'a', encoding='utf-8') as f:

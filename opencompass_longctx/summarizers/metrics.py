@@ -1,13 +1,12 @@
 """Aggregate statistics for the tier table (pure functions, no OpenCompass import)."""
 import math
-from typing import Dict, List, Optional, Sequence, Tuple, TypeVar
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-RULER_THRESHOLD = 85.6     # RULER: Llama-2-7B's score at 4K
-NOLIMA_RATIO = 0.85        # NoLiMa: 85% of the model's own short-context base score
+from opencompass_longctx.effective import NOLIMA_RATIO, RULER_THRESHOLD, passing_run  # noqa: F401 (read through here)
+
 Z95 = 1.959963984540054
-K = TypeVar('K')
 
 
 def mean_with_ci(task_scores: Sequence[Tuple[float, int]]) -> Tuple[float, Optional[float], int]:
@@ -27,25 +26,6 @@ def mean_with_ci(task_scores: Sequence[Tuple[float, int]]) -> Tuple[float, Optio
     tilde = [((s / 100) * n + 2) / (n + 4) for s, n in task_scores]
     var = sum(p * (1 - p) / (n + 4) for p, (_, n) in zip(tilde, task_scores)) / k ** 2
     return mean, 100 * Z95 * math.sqrt(var), sum(n for _, n in task_scores)
-
-
-def passing_run(scores: Sequence[Tuple[K, Optional[float]]], threshold: float) -> Tuple[Optional[K], Optional[K]]:
-    """The one effective-length rule, over scores in increasing length order ([(length, score or None)]).
-
-    Returns (contiguous, raw): ``contiguous`` is the last length of the run of scores >= threshold that starts at
-    the first length (a None, i.e. N/A or missing, ends the run); ``raw`` is the last length that scores >=
-    threshold anywhere. Either is None when no length qualifies.
-    """
-    contiguous = None
-    for length, score in scores:
-        if score is None or score < threshold:
-            break
-        contiguous = length
-    raw = None
-    for length, score in scores:
-        if score is not None and score >= threshold:
-            raw = length
-    return contiguous, raw
 
 
 def effective_length(scores: Sequence[Tuple[str, Optional[float]]], threshold: float) -> Dict[str, Optional[str]]:

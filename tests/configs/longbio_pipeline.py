@@ -31,7 +31,7 @@ models = [dict(m, max_seq_len=MAX_SEQ_LEN, max_out_len=4) for m in tiny_models]
 
 summarizer = dict(
     dataset_abbrs=[f'{p}{name}' for tier in TIERS for p in ('longbio_', 'longbio_strict_')
-                   for name in [tier, f'understanding_{tier}', f'reasoning_{tier}', f'trustworthiness_{tier}']]
+                   for name in [f'mean_{tier}', f'understanding_{tier}', f'reasoning_{tier}', f'trustworthiness_{tier}']]
     + [d['abbr'] for d in datasets],
     summary_groups=longbio_summary_groups,
 )

@@ -5,17 +5,16 @@ from opencompass.partitioners import NaivePartitioner, NumWorkerPartitioner
 from opencompass.runners import LocalRunner
 from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
-from opencompass_longctx.nolima.summarizer import NoLiMaSummarizer
 with read_base():
     from ...configs.datasets.nolima.nolima_base import NOLIMA_BASE
     from ...configs.models.longctx_tiny_chat import models
+    from ...configs.summarizers.nolima import summarizer
     from ._env_nolima import DATA, PAIRS, TIERS
 
 datasets = [
     dict(d, tier=t, abbr=f"{d['abbr']}_{t}", path=DATA, pairs=PAIRS, haystacks=[0, 1], depth_indices=[0, 25])
     for t in TIERS for d in NOLIMA_BASE
 ]
-summarizer = dict(type=NoLiMaSummarizer)
 infer = dict(partitioner=dict(type=NumWorkerPartitioner, num_worker=1),
              runner=dict(type=LocalRunner, max_num_workers=1, task=dict(type=OpenICLInferTask)))
 eval = dict(partitioner=dict(type=NaivePartitioner, n=1000),
