@@ -14,7 +14,7 @@ from pathlib import Path
 
 from conftest import REPO
 from opencompass_longctx.run import resume_check
-CONFIG = REPO / 'tests' / 'configs' / 'run/resume_check.py'
+CONFIG = REPO / 'tests' / 'configs' / 'resume_check.py'
 MODEL = 'rule-reader'
 
 
