@@ -17,7 +17,7 @@ import os
 from typing import Dict, List, Sequence, Tuple
 
 from opencompass_longctx.spec import Bench
-from opencompass_longctx.tiers import parse_tier
+from opencompass_longctx.tiers import parse_tier, sort_tiers
 from opencompass_longctx.summarizers.rows import BENCHMARKS, classify
 DATASET_CONFIGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'configs', 'datasets')
 
@@ -83,11 +83,12 @@ def shipped_abbrs(benchmark: str) -> List[str]:
     """The dataset abbrs of the tier configs shipped for a benchmark (``configs/datasets/<benchmark>/
     <benchmark>_<tier>_gen.py``), tier by tier: every list of tiered dataset configs each file defines."""
     from mmengine.config import Config, ConfigDict
-    paths = glob.glob(os.path.join(DATASET_CONFIGS, benchmark, f'{benchmark}_*_gen.py'))
+    tiers = {os.path.basename(p)[len(benchmark) + 1:-len('_gen.py')]: p
+             for p in glob.glob(os.path.join(DATASET_CONFIGS, benchmark, f'{benchmark}_*_gen.py'))}
     abbrs = []
     lazy = ConfigDict.lazy   # called while a config is parsed (a group config): mmengine's parse resets it
     try:
-        for path in sorted(paths, key=lambda p: parse_tier(os.path.basename(p)[len(benchmark) + 1:-7]).sort_key):
+        for path in [tiers[t] for t in sort_tiers(tiers)]:
             for value in Config.fromfile(path).values():
                 if isinstance(value, list) and value and all(isinstance(d, dict) and 'tier' in d for d in value):
                     abbrs += [d['abbr'] for d in value]
