@@ -44,7 +44,7 @@ def text_config(cfg: Dict) -> Dict:
     return cfg.get('text_config') or cfg.get('llm_config') or cfg
 
 
-def _kv_heads_and_dim(c: Dict):
+def kv_heads_and_dim(c: Dict):
     heads = c.get('num_attention_heads')
     kv_heads = c.get('num_key_value_heads', c.get('multi_query_group_num', heads))
     if c.get('multi_query_attention') is False:
@@ -83,7 +83,7 @@ def layer_groups(cfg: Dict) -> List[Dict]:
     if c.get('kv_lora_rank'):
         return [dict(kind='mla', count=layers, kv_heads=1, k_dim=int(c['kv_lora_rank']) + int(c['qk_rope_head_dim']),
                      v_dim=0)]
-    kv_heads, head_dim = _kv_heads_and_dim(c)
+    kv_heads, head_dim = kv_heads_and_dim(c)
     if not (kv_heads and head_dim):
         raise GeometryError('config.json lacks the layer/head counts needed for the KV-cache preflight')
     kinds = _layer_kinds(c, layers)

@@ -13,166 +13,22 @@ runner gave the task (``run_cfg.num_gpus``); ``session_len >= max_seq_len``; the
 ``config.json``; and the KV cache for ``session_len x max_batch_size`` fits in GPU memory, saying which ``tp`` or
 KV quantisation would fit when it does not. Only then is the model loaded.
 
-The arithmetic (no LMDeploy import): KV bytes per token = 2 (K and V) x layers x KV heads x head dim x bytes per
-value (2 for bf16/fp16; 1 for ``quant_policy=8``, 0.5 for ``quant_policy=4``), summed over the model's layer types
-as LMDeploy allocates them (sliding, MLA, Gated DeltaNet: :mod:`opencompass_longctx.models.geometry`), plus a fixed
-state per sequence slot for linear-attention layers. LMDeploy gives the KV cache
-``cache_max_entry_count`` of the GPU memory left after the weights; with tensor parallelism the weights and
-the KV heads are split over ``tp`` GPUs. The PyTorch engine first sets aside its runtime buffers,
-(max_prefill_token_num + 2 x max_batch_size) x vocab x 2 bytes, and gives the KV cache the fraction of what is
-left (:func:`engine_reserve_bytes`).
+The arithmetic (no LMDeploy import: KV bytes per token, weights, engine buffers, the KV need and budget, the
+preflight) is :mod:`opencompass_longctx.models.engine`; this module re-exports its names.
 
 ``trust_remote_code`` (a model-row field) reaches LMDeploy's ``pipeline`` (its tokenizer, config and chat
 template loads; OpenCompass's wrapper never passes it, ``turbomind_with_tf_above_v4_33.py:221``).
 """
-import glob
-import json
 import os
 from typing import Dict, Optional, Tuple
 
 from opencompass.models import TurboMindModelwithChatTemplate
 
 from opencompass_longctx.models import geometry, prefill, recipe, responses
+from opencompass_longctx.models.engine import (KV_BYTES, LMDeployConfigError, PreflightError, engine_reserve_bytes,  # noqa: F401
+                                               kv_bytes_per_token, kv_geometry, kv_plan, kv_preflight, read_model_config,
+                                               weight_bytes)
 from opencompass_longctx.models.prefix_caching import engine_config as prefix_caching_config
-KV_BYTES = {0: 2.0, 8: 1.0, 4: 0.5}  # quant_policy -> bytes per cached value
-
-
-class LMDeployConfigError(ValueError):
-    pass
-
-
-class PreflightError(RuntimeError):
-    pass
-
-
-def read_model_config(path: str) -> Dict:
-    cfg = os.path.join(path, 'config.json')
-    if not os.path.isfile(cfg):
-        raise LMDeployConfigError(
-            f'{path!r} has no config.json: give the local directory of a Hugging Face model (download it first, '
-            'e.g. huggingface-cli download <org>/<model> --local-dir <dir>)')
-    with open(cfg, encoding='utf-8') as f:
-        return json.load(f)
-
-
-def _text_config(cfg: Dict) -> Dict:
-    return cfg.get('text_config') or cfg.get('llm_config') or cfg
-
-
-def kv_geometry(cfg: Dict) -> Dict[str, int]:
-    """Layers, KV heads and head dim from a config.json (Llama/Qwen/InternLM style, or ChatGLM's names)."""
-    c = _text_config(cfg)
-    layers = c.get('num_hidden_layers', c.get('num_layers'))
-    heads = c.get('num_attention_heads')
-    kv_heads = c.get('num_key_value_heads', c.get('multi_query_group_num', heads))
-    if c.get('multi_query_attention') is False:
-        kv_heads = heads
-    head_dim = c.get('head_dim') or c.get('kv_channels') or (c['hidden_size'] // heads)
-    if not (layers and kv_heads and head_dim):
-        raise LMDeployConfigError('config.json lacks the layer/head counts needed for the KV-cache preflight')
-    return {'layers': int(layers), 'kv_heads': int(kv_heads), 'head_dim': int(head_dim)}
-
-
-def kv_bytes_per_token(cfg: Dict, quant_policy: int = 0, tp: int = 1) -> float:
-    """KV bytes per token as LMDeploy allocates them (per GPU at ``tp``), over the model's layer types
-    (:mod:`opencompass_longctx.models.geometry`; dense GQA: 2 x layers x KV heads x head dim x bytes per value)."""
-    kv_geometry(cfg)
-    if quant_policy not in KV_BYTES:
-        raise LMDeployConfigError(f'quant_policy must be one of {sorted(KV_BYTES)}, got {quant_policy!r}')
-    try:
-        return geometry.kv_bytes_per_token(cfg, KV_BYTES[quant_policy], tp)
-    except geometry.GeometryError as e:
-        raise LMDeployConfigError(str(e)) from e
-
-
-def weight_bytes(path: str, cfg: Dict) -> float:
-    """Exact from the safetensors index when present, else estimated from config.json (bf16)."""
-    for index in glob.glob(os.path.join(path, '*.safetensors.index.json')):
-        with open(index, encoding='utf-8') as f:
-            total = json.load(f).get('metadata', {}).get('total_size')
-        if total:
-            return float(total)
-    files = glob.glob(os.path.join(path, '*.safetensors'))
-    if files:
-        return float(sum(os.path.getsize(f) for f in files))
-    c = _text_config(cfg)
-    h = c['hidden_size']
-    g = kv_geometry(cfg)
-    inter = c.get('intermediate_size') or c.get('ffn_hidden_size') or 4 * h
-    vocab = c.get('vocab_size') or c.get('padded_vocab_size')
-    per_layer = 2 * h * h + 2 * h * g['kv_heads'] * g['head_dim'] + 3 * h * inter
-    params = g['layers'] * per_layer + vocab * h * (1 if c.get('tie_word_embeddings') else 2)
-    return 2.0 * params
-
-
-def engine_reserve_bytes(backend: str, cfg: Dict, engine_config: Dict) -> float:
-    """GPU bytes an engine sets aside per GPU before it sizes the KV cache. PyTorch engine (LMDeploy 0.18,
-    lmdeploy/pytorch/engine/executor/base.py:229-234, ``_get_runtime_size``): runtime buffers of
-    (max_prefill_token_num + 2 x max_batches) x vocab_size x 2 bytes are taken from the free memory, and the KV
-    cache gets ``cache_max_entry_count`` of the rest (it halves max_prefill_token_num while fewer than 16 KV blocks
-    would fit: the preflight counts the full default). TurboMind: 0 (its ratio applies to the free memory)."""
-    if backend != 'pytorch':
-        return 0.0
-    vocab = _text_config(cfg).get('vocab_size') or _text_config(cfg).get('padded_vocab_size') or 0
-    prefill_tokens = int(engine_config.get('max_prefill_token_num') or 8192)   # PytorchEngineConfig's default
-    return float((prefill_tokens + 2 * int(engine_config.get('max_batch_size') or 1)) * vocab * 2)
-
-
-def kv_plan(cfg: Dict, weights: float, session_len: int, max_batch_size: int, tp: int, cache_max_entry_count: float,
-            quant_policy: int, gpu_memory: float, reserve: float = 0.0) -> Dict[str, float]:
-    """Per-GPU KV need and budget (bytes) for one engine configuration (``reserve``: the engine's own buffers).
-    A model with a fixed state per sequence (Gated DeltaNet) has ``max_batch_size + 2`` state slots taken from the
-    free memory first (lmdeploy/pytorch/engine/executor/base.py:349-356): ``state`` in the result."""
-    need = kv_bytes_per_token(cfg, quant_policy, tp) * session_len * max_batch_size
-    state = geometry.state_bytes_per_seq(cfg, tp) * geometry.state_slots(max_batch_size)
-    budget = cache_max_entry_count * max(gpu_memory - weights / tp - reserve - state, 0.0)
-    return {'need': need, 'budget': budget, 'fits': need <= budget, 'state': state}
-
-
-def kv_preflight(path: str, session_len: int, max_batch_size: int = 1, tp: int = 1,
-              cache_max_entry_count: float = 0.8, quant_policy: int = 0, gpu_memory: Optional[float] = None,
-              cfg: Optional[Dict] = None, reserve: float = 0.0) -> Dict:
-    """Raise :class:`PreflightError` (with a configuration that would fit) when the KV cache cannot fit."""
-    cfg = cfg or read_model_config(path)
-    if gpu_memory is None:
-        import torch
-        if not torch.cuda.is_available():
-            raise PreflightError('no GPU visible for the KV-cache preflight (set gpu_memory_gib to plan for one)')
-        gpu_memory = float(torch.cuda.mem_get_info(0)[0])   # free now: what both engines size their cache from
-    weights = weight_bytes(path, cfg)
-    plan = kv_plan(cfg, weights, session_len, max_batch_size, tp, cache_max_entry_count, quant_policy, gpu_memory,
-                   reserve)
-    gib = 1024 ** 3
-    report = {'kv_bytes_per_token': kv_bytes_per_token(cfg, quant_policy), 'weights_gib': weights / gib,
-              'engine_reserve_gib_per_gpu': reserve / gib, 'layer_types': geometry.describe(cfg),
-              'state_gib_per_gpu': plan['state'] / gib, 'kv_need_gib_per_gpu': plan['need'] / gib, 'kv_budget_gib_per_gpu': plan['budget'] / gib,
-              'gpu_memory_gib': gpu_memory / gib, 'tp': tp}
-    if plan['fits']:
-        return report
-    kv_heads = kv_geometry(cfg)['kv_heads']
-    options = []
-    for q in sorted({quant_policy, 8, 4}, key=lambda x: -KV_BYTES[x]):
-        if KV_BYTES[q] > KV_BYTES[quant_policy]:
-            continue
-        for t in (1, 2, 4, 8, 16):
-            if t < tp and q == quant_policy:
-                continue
-            if kv_plan(cfg, weights, session_len, max_batch_size, t, cache_max_entry_count, q, gpu_memory,
-                       reserve)['fits']:
-                options.append(f'tp={t}' + ('' if q == quant_policy else f' with quant_policy={q} (KV int{q})')
-                               + (' (more GPUs than KV heads: LMDeploy replicates KV heads)' if t > kv_heads else ''))
-                break
-    hint = '; or '.join(options) if options else 'no tp up to 16 or KV quantisation fits: lower session_len'
-    raise PreflightError(
-        f'{path}: the KV cache for session_len={session_len} x max_batch_size={max_batch_size} needs '
-        f'{plan["need"] / gib:.1f} GiB per GPU at tp={tp}, but LMDeploy would give it {plan["budget"] / gib:.1f} GiB '
-        f'(cache_max_entry_count={cache_max_entry_count} of {gpu_memory / gib:.0f} GiB minus '
-        f'{weights / tp / gib:.1f} GiB of weights'
-        + (f' and {reserve / gib:.1f} GiB of engine buffers' if reserve else '')
-        + (f" and {plan['state'] / gib:.1f} GiB of linear-attention state" if plan['state'] else '')
-        + f' per GPU; {geometry.describe(cfg)}). Would fit: {hint}.')
-
-
 BACKENDS = ('auto', 'turbomind', 'pytorch')
 
 
@@ -229,7 +85,7 @@ def turbomind_status() -> Tuple[bool, str]:
 def needs_turbomind(cfg: Dict) -> Optional[str]:
     """Why a model loads only on TurboMind (None: the PyTorch engine can load it too): MXFP4 weights (gpt-oss), which
     only TurboMind's converter reads (lmdeploy/turbomind/converter.py; the PyTorch engine has no mxfp4 format)."""
-    quant = (_text_config(cfg).get('quantization_config') or cfg.get('quantization_config') or {}).get('quant_method')
+    quant = (geometry.text_config(cfg).get('quantization_config') or cfg.get('quantization_config') or {}).get('quant_method')
     return f'its weights are {quant} (quantization_config), which only TurboMind loads' if quant == 'mxfp4' else None
 
 

@@ -26,7 +26,7 @@ def _table_row(model_cfg) -> Optional[Dict]:
 
 def model_geometry(model_cfg) -> Dict:
     """config.json of the model directory, else the geometry the shipped model table declares, else {}."""
-    from opencompass_longctx.models.lmdeploy import read_model_config
+    from opencompass_longctx.models.engine import read_model_config
     path = model_cfg.get('path')
     if path and os.path.isfile(os.path.join(path, 'config.json')):
         return {'config': read_model_config(path), 'source': 'config.json'}
@@ -74,8 +74,9 @@ def engine_memory_gib(gpu: Dict) -> float:
 
 def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) -> Dict:
     """max_batch_size for ``session_len`` from the KV-cache arithmetic (the runtime preflight's), and its verdict."""
-    from opencompass_longctx.models.lmdeploy import (KV_BYTES, LMDeployConfigError, _text_config, engine_reserve_bytes, kv_bytes_per_token,
-                                  kv_geometry, kv_plan, weight_bytes)
+    from opencompass_longctx.models.engine import (KV_BYTES, LMDeployConfigError, engine_reserve_bytes, kv_bytes_per_token,
+                                                   kv_geometry, kv_plan, weight_bytes)
+    from opencompass_longctx.models.geometry import text_config
     ec = dict(model_cfg.get('engine_config') or {})
     tp = int(ec.get('tp', 1))
     geo = model_geometry(model_cfg)
@@ -121,7 +122,7 @@ def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) ->
     params = float(cfg.get('params') or (row['arch']['params'] if row.get('active_params') else 0)) or weights / 2
     out.update(weights_gib=weights / GIB, kv_bytes_per_token=kvpt, kv_gib_per_seq_per_gpu=per_seq / GIB,
                kv_budget_gib_per_gpu=budget / GIB, layers=kv_geometry(cfg)['layers'],
-               hidden=_text_config(cfg).get('hidden_size'), weights=weights, engine_reserve_gib=reserve / GIB,
+               hidden=text_config(cfg).get('hidden_size'), weights=weights, engine_reserve_gib=reserve / GIB,
                layer_types=geometry.describe(cfg), state_gib_per_seq_per_gpu=slot / GIB,
                compute=dict(geometry.compute_profile(dict(cfg, active_params=row.get('active_params')), params,
                                                      KV_BYTES[int(ec.get('quant_policy', 0))]), total_params=params))
