@@ -111,4 +111,4 @@ def test_oracle_predictions_score_100_in_every_cell_through_the_eval_pipeline(lo
             reasoning = 100.0 * 5 / 6 if (p, t) == ('longbio_', '8k') else 100.0
             assert got[f'{p}reasoning_{t}'] == pytest.approx(reasoning, abs=0.01)
             assert got[f'{p}understanding_{t}'] == got[f'{p}trustworthiness_{t}'] == 100.0
-            assert got[f'{p}{t}'] == pytest.approx((200.0 + reasoning) / 3, abs=0.01)
+            assert got[f'{p}mean_{t}'] == pytest.approx((200.0 + reasoning) / 3, abs=0.01)
