@@ -1,5 +1,5 @@
-"""``opencompass_longctx.inferencer`` is the import path configs written from the README before the run machinery had its own
-package use; it is :mod:`opencompass_longctx.run.inferencer` itself (the same module object)."""
+"""``opencompass_longctx.inferencer`` is :mod:`opencompass_longctx.run.inferencer` itself (the same module object), so that a
+config may import it by either path."""
 import sys
 
 from opencompass_longctx.run import inferencer as _module

@@ -1,5 +1,5 @@
-"""``opencompass_longctx.partitioner`` is the import path configs written from the README before the run machinery had its own
-package use; it is :mod:`opencompass_longctx.run.partitioner` itself (the same module object)."""
+"""``opencompass_longctx.partitioner`` is :mod:`opencompass_longctx.run.partitioner` itself (the same module object), so that a
+config may import it by either path."""
 import sys
 
 from opencompass_longctx.run import partitioner as _module

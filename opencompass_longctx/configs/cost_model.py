@@ -1,4 +1,4 @@
-# Kept for existing configs: the cost model lives in opencompass_longctx/tables/cost_model.py (pure data).
+# The cost model at the configs/ path, for configs that read_base() it; the data is opencompass_longctx/tables/cost_model.py.
 from mmengine.config import read_base
 
 with read_base():

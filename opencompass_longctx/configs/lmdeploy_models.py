@@ -1,4 +1,4 @@
-# Kept for existing configs: the model table lives in opencompass_longctx/tables/lmdeploy_models.py (pure data).
+# The model table at the configs/ path, for configs that read_base() it; the data is opencompass_longctx/tables/lmdeploy_models.py.
 from mmengine.config import read_base
 
 with read_base():

@@ -1,4 +1,4 @@
-# Kept for existing configs: the tier table lives in opencompass_longctx/tables/tier_table.py (pure data).
+# The tier table at the configs/ path, for configs that read_base() it; the data is opencompass_longctx/tables/tier_table.py.
 from mmengine.config import read_base
 
 with read_base():

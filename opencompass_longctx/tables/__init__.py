@@ -3,5 +3,5 @@
 
 Each module holds plain Python data and imports nothing, so it sits on the ground floor: the package imports
 these tables, and configs ``read_base()`` them (``from opencompass_longctx.tables.tier_table import TIERS``).
-``opencompass_longctx/configs/{tier_table,cost_model,lmdeploy_models}.py`` re-export them for existing configs.
+``opencompass_longctx/configs/{tier_table,cost_model,lmdeploy_models}.py`` re-export them at the configs/ paths, for configs that ``read_base()`` them.
 """
