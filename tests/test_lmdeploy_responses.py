@@ -10,6 +10,7 @@ import pytest
 
 from conftest import REPO, run_opencompass
 from opencompass_longctx.overlength import ENGINE_ERROR, ENGINE_TOO_SMALL, OVER_LENGTH
+from opencompass_longctx.models.responses import PromptCheck
 DOUBLES = str(REPO / 'tests' / 'doubles')
 CONFIG = REPO / 'tests' / 'configs' / 'lmdeploy_responses.py'
 SHORT = 'Mary went to the kitchen. Where is Mary?'
@@ -52,9 +53,9 @@ def test_each_lmdeploy_error_response_becomes_the_marker_it_means(double):
     assert refused.error_message == f'Input length ({n}) must be smaller than the model context length (40).'
     answer, marker = m.generate([SHORT, LONG], max_out_len=8)
     assert answer and not answer.startswith('[opencompass-longctx') and marker == OVER_LENGTH   # no larger window
-    m.model_window = 8192          # as LongCtxGenInferencer sets it for a band's engine smaller than the model
+    m.expect_prompts(PromptCheck(window=8192))   # as LongCtxGenInferencer hands it for a band's engine smaller than the model
     assert m.generate([SHORT, LONG], max_out_len=8)[1] == ENGINE_TOO_SMALL
-    m.model_window = n + 7         # the model's window cannot hold the prompt and 8 new tokens
+    m.expect_prompts(PromptCheck(window=n + 7))  # the model's window cannot hold the prompt and 8 new tokens
     assert m.generate([SHORT, LONG], max_out_len=8)[1] == OVER_LENGTH
 
     # TurboMind's KV cache cannot admit the sequence even alone (OUT_OF_MEMORY, reported as internal_error)
@@ -97,11 +98,11 @@ def test_the_engines_token_counts_are_compared_with_the_checks(double, caplog, m
     rendered = [m.tokenizer.apply_chat_template([{'role': 'user', 'content': p}], add_generation_prompt=True,
                                                 tokenize=False) for p in (SHORT, LONG)]
     exact = [m.get_token_len(p) for p in (SHORT, LONG)]      # the wrapper's count, as the over-length check takes it
-    m.sent_token_counts = exact
+    m.expect_prompts(PromptCheck(counts=exact))
     outs = m.pipe(rendered, gen_config=GenerationConfig(max_new_tokens=8), do_preprocess=False)
     assert [o.input_token_len for o in outs] == exact and not m.pipe.counts_differ     # one tokenizer layer
     assert 'token counts differ' not in caplog.text
-    m.sent_token_counts = [exact[0] - 2, exact[1]]               # a check that counted two tokens fewer
+    m.expect_prompts(PromptCheck(counts=[exact[0] - 2, exact[1]]))   # a check that counted two tokens fewer
     m.pipe(rendered, gen_config=GenerationConfig(max_new_tokens=8), do_preprocess=False)
     assert m.pipe.counts_differ == {2: 1}
     assert 'token counts differ between the engine and the over-length check for 1 of 2 prompts (engine minus ' \

@@ -265,6 +265,13 @@ class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
         if self.continue_final_message:
             prefill.enable(self)
 
+    def expect_prompts(self, check: Optional[responses.PromptCheck]) -> None:
+        """The inferencer's :class:`~opencompass_longctx.models.responses.PromptCheck` for its run (None: its run
+        ended), read by the response pipe (:class:`~opencompass_longctx.models.responses.ChecksPrompts`)."""
+        pipe = getattr(self, 'pipe', None)   # a tokenizer-only wrapper has none
+        if isinstance(pipe, responses.ResponsePipe):
+            pipe.check = check or responses.PromptCheck()
+
     def _build_pipe(self, model_path, backend, engine_config):
         """OpenCompass's ``_build_pipe`` (turbomind_with_tf_above_v4_33.py:208-221) with the keys validated rather
         than filtered, and ``trust_remote_code`` passed on (LMDeploy's default is False, lmdeploy/api.py:20)."""

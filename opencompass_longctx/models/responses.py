@@ -13,8 +13,8 @@ sample out of the score and count it, and the tier table shows the dataset as in
   tokens. ``LongCtxGenInferencer`` sends only prompts whose length plus ``max_out_len`` fits ``max_seq_len <=
   session_len``, so this prompt got there because the project's count (the wrapper's tokenizer and chat template)
   and the engine's differ. The engine's count is what the model would see, so it is judged as the inferencer
-  judges its own: :data:`ENGINE_TOO_SMALL` when the model's window (the inferencer's ``model_window``, set while it
-  runs) holds N + ``max_new_tokens``, i.e. only this band's engine was too small; else :data:`OVER_LENGTH`.
+  judges its own: :data:`ENGINE_TOO_SMALL` when the model's window (:attr:`PromptCheck.window`, handed over while
+  the inferencer runs) holds N + ``max_new_tokens``, i.e. only this band's engine was too small; else :data:`OVER_LENGTH`.
 * ``context_length_exceeded`` from the engine itself (the default message: the prompt passed the session_len
   check). The PyTorch engine refuses an input longer than ``min(session_len, KV-cache tokens - one block)``
   (pytorch/engine/engine.py:328-341, engine_instance.py:196-197): its KV cache cannot hold the sequence, so
@@ -40,16 +40,22 @@ channel, and a trace that never reached it is an empty, counted-wrong prediction
 
 Token counts: the over-length check judged each prompt by the wrapper's count (its tokenizer after the chat
 template); the engine counts the rendered text with LMDeploy's tokenizer (``Response.input_token_len``). Where
-``LongCtxGenInferencer`` gives the counts it used (``model.sent_token_counts``), :class:`ResponsePipe` compares
+``LongCtxGenInferencer`` gives the counts it used (:attr:`PromptCheck.counts`), :class:`ResponsePipe` compares
 them per prompt and logs each batch where they differ (``longctx: token counts differ``: engine minus check, and
 how often); ``counts_differ`` keeps the tally. Equal counts mean one tokenizer layer: the check sees what the model
 sees.
 
 Each mapped response is logged (``longctx: engine error response ...``: the error code, LMDeploy's message, the
 marker given); the engine errors at ERROR level.
+
+The inferencer and a wrapper meet through :class:`ChecksPrompts`: a wrapper that judges its engine's responses
+implements ``expect_prompts(check)``; ``LongCtxGenInferencer`` hands it one :class:`PromptCheck` for the run (and
+``None`` when it ends), and fills ``check.counts`` before each batch it sends.
 """
 import re
 from collections import Counter
+from dataclasses import dataclass
+from typing import List, Optional, Protocol, runtime_checkable
 
 from opencompass.utils import get_logger
 
@@ -60,6 +66,23 @@ KV_FULL = ('TurboMind: cache out of memory, the KV cache cannot admit this seque
            '(ResponseType.OUT_OF_MEMORY)')
 _SESSION_CHECK = re.compile(r'Input length \((\d+)\) must be smaller than the model context length \((\d+)\)')
 LOGGED = 'longctx: engine error response'
+
+
+@dataclass
+class PromptCheck:
+    """What ``LongCtxGenInferencer`` measured for the prompts it sends: ``window``, the model's own window where
+    the band's engine is smaller (else None), and ``counts``, each prompt of the batch being sent by its token count
+    (the wrapper's tokenizer after the chat template)."""
+    window: Optional[int] = None
+    counts: Optional[List[int]] = None
+
+
+@runtime_checkable
+class ChecksPrompts(Protocol):
+    """A model wrapper that judges its engine's responses by the inferencer's :class:`PromptCheck`."""
+
+    def expect_prompts(self, check: Optional[PromptCheck]) -> None:
+        ...
 
 
 def keep_out_of_memory(async_engine) -> None:
@@ -120,13 +143,15 @@ def cut_short(response, max_new_tokens: int) -> bool:
 class ResponsePipe:
     """LMDeploy's pipeline, its error responses given the marker they mean as their text (module doc).
 
-    ``model``: the OpenCompass wrapper that owns the pipe; its ``max_seq_len`` and, while
-    ``LongCtxGenInferencer`` runs, its ``model_window`` decide between over-length and engine-too-small.
+    ``model``: the OpenCompass wrapper that owns the pipe; its ``max_seq_len`` and ``check.window`` (while
+    ``LongCtxGenInferencer`` runs) decide between over-length and engine-too-small.
+    ``check``: the inferencer's :class:`PromptCheck` (an empty one outside its run).
     ``counts``: the markers given so far, by marker.
     """
 
     def __init__(self, pipe, model):
         self.pipe, self.model, self.counts, self.counts_differ = pipe, model, Counter(), Counter()
+        self.check = PromptCheck()
         keep_out_of_memory(getattr(pipe, 'async_engine', None))
         self.harmony = detokenizes_harmony(getattr(pipe, 'async_engine', None))
 
@@ -134,12 +159,12 @@ class ResponsePipe:
         return getattr(self.pipe, name)
 
     def _window(self):
-        window, limit = getattr(self.model, 'model_window', None), getattr(self.model, 'max_seq_len', None)
+        window, limit = self.check.window, getattr(self.model, 'max_seq_len', None)
         return window if window and (not limit or window > limit) else None
 
     def _compare_counts(self, outputs):
         """The engine's prompt counts against the ones the over-length check used (module doc)."""
-        checked = getattr(self.model, 'sent_token_counts', None)
+        checked = self.check.counts
         if not checked or len(checked) != len(outputs):
             return
         diffs = Counter(out.input_token_len - n for out, n in zip(outputs, checked)

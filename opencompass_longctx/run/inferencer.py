@@ -20,6 +20,7 @@ import json
 from opencompass.openicl.icl_inferencer import GenInferencer
 from opencompass.utils import get_logger
 
+from opencompass_longctx.models.responses import ChecksPrompts, PromptCheck
 from opencompass_longctx.overlength import ENGINE_TOO_SMALL, OVER_LENGTH
 POLICIES = ('skip',)
 
@@ -67,61 +68,86 @@ class LongCtxGenInferencer(GenInferencer):
         limit = self.max_seq_len or getattr(model, 'max_seq_len', None)
         if not limit:
             return super().inference(*args, **kwargs)
-        real_generate, real_len = model.generate_from_template, model.get_token_len
-        memo = {}
-        stats = {'sent': 0, 'over': 0, 'engine': 0}
         window = self.model_window if self.model_window and self.model_window > limit else None
-
-        def token_len(prompt):  # GenInferencer measures every prompt too: tokenize each one once
-            key = prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, default=str)
-            if key not in memo:
-                memo[key] = real_len(prompt)
-            return memo[key]
-
-        def measure(template):
-            """The prompt's tokens as the wrapper sends it: its messages through the chat template (OpenCompass's
-            get_token_len_from_template joins them into one user message, a few tokens short per message)."""
-            parsed = model.parse_template(template, mode='gen')
-            if not isinstance(parsed, str):
-                try:
-                    return token_len(parsed)
-                except (TypeError, AttributeError, KeyError):  # a model that measures strings only
-                    pass
-            return token_len(str(parsed))
-
-        def guarded(templates, max_out_len, **kw):
-            # the model returns num_return_sequences outputs per prompt, one after another; GenInferencer groups
-            # them again (it reads the count the same way): an unsent prompt gets as many markers
-            per_prompt = getattr(model, 'generation_kwargs', {}).get('num_return_sequences', 1)
-            need = [measure(t) + max_out_len for t in templates]
-            fits = [n <= limit for n in need]
-            unsent = [None if ok else ENGINE_TOO_SMALL if window and n <= window else OVER_LENGTH
-                      for n, ok in zip(need, fits)]
-            keep = [t for t, ok in zip(templates, fits) if ok]
-            # the count each sent prompt was judged by: the LMDeploy wrapper compares it with the engine's own
-            model.sent_token_counts = [n - max_out_len for n, ok in zip(need, fits) if ok]
-            outs = iter(real_generate(keep, max_out_len=max_out_len, **kw) if keep else [])
-            stats['sent'] += len(keep)
-            stats['engine'] += unsent.count(ENGINE_TOO_SMALL)
-            stats['over'] += unsent.count(OVER_LENGTH)
-            return [next(outs) if ok else marker for ok, marker in zip(fits, unsent) for _ in range(per_prompt)]
-
-        # model_window: read by the LMDeploy wrapper for a prompt its engine refuses (models/responses.py)
-        model.generate_from_template, model.get_token_len, model.model_window = guarded, token_len, window
+        measured = MeasuredModel(model, limit, window)
+        expects = isinstance(model, ChecksPrompts)   # the LMDeploy wrapper judges its engine's responses by it
+        if expects:
+            model.expect_prompts(measured.check)
+        self.model = measured
         try:
             return super().inference(*args, **kwargs)
         finally:
-            del model.generate_from_template, model.get_token_len, model.model_window
-            model.__dict__.pop('sent_token_counts', None)
-            total = stats['over'] + stats['engine'] + stats['sent']
-            get_logger().info(f'over-length policy {self.overlength!r}: {stats["over"]} of {total} prompts longer '
-                              f'than max_seq_len {limit} minus max_out_len were not sent to the model')
-            if stats['engine']:
-                get_logger().error(
-                    f'{stats["engine"]} of {total} prompts fit the model (window {window}) but not the engine '
-                    f'LongCtxPartitioner sized for this tier band (max_seq_len {limit}); they were not sent and the '
-                    'dataset is reported as incomplete. Delete its predictions and rerun it with -r and '
-                    'LongCtxPartitioner(headroom=...) larger, or a band of its own.')
+            self.model = model
+            if expects:
+                model.expect_prompts(None)
+            _log_counts(self.overlength, measured.stats, limit, window)
+
+
+def _log_counts(overlength, stats, limit, window):
+    """The over-length policy's counts in the log (the engine-sizing misses at ERROR level)."""
+    total = stats['over'] + stats['engine'] + stats['sent']
+    get_logger().info(f'over-length policy {overlength!r}: {stats["over"]} of {total} prompts longer '
+                      f'than max_seq_len {limit} minus max_out_len were not sent to the model')
+    if stats['engine']:
+        get_logger().error(
+            f'{stats["engine"]} of {total} prompts fit the model (window {window}) but not the engine '
+            f'LongCtxPartitioner sized for this tier band (max_seq_len {limit}); they were not sent and the '
+            'dataset is reported as incomplete. Delete its predictions and rerun it with -r and '
+            'LongCtxPartitioner(headroom=...) larger, or a band of its own.')
+
+
+class MeasuredModel:
+    """The model as GenInferencer sees it while :class:`LongCtxGenInferencer` runs: each prompt measured once, as
+    the wrapper sends it; a prompt whose length plus ``max_out_len`` exceeds ``limit`` is answered with its marker
+    and never sent; every other attribute is the model's own. ``check`` holds what the wrapper is told
+    (:class:`~opencompass_longctx.models.responses.PromptCheck`), ``stats`` the prompts sent and held back."""
+
+    def __init__(self, model, limit: int, window=None):
+        self.model, self.limit, self.window = model, limit, window
+        self.check = PromptCheck(window=window)
+        self.stats = {'sent': 0, 'over': 0, 'engine': 0}
+        self._memo = {}
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+    def get_token_len(self, prompt):  # GenInferencer measures every prompt too: tokenize each one once
+        key = prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, default=str)
+        if key not in self._memo:
+            self._memo[key] = self.model.get_token_len(prompt)
+        return self._memo[key]
+
+    def get_token_len_from_template(self, templates, mode='ppl'):
+        """The model's own method, measuring with :meth:`get_token_len`."""
+        return type(self.model).get_token_len_from_template(self, templates, mode=mode)
+
+    def measure(self, template):
+        """The prompt's tokens as the wrapper sends it: its messages through the chat template (OpenCompass's
+        get_token_len_from_template joins them into one user message, a few tokens short per message)."""
+        parsed = self.model.parse_template(template, mode='gen')
+        if not isinstance(parsed, str):
+            try:
+                return self.get_token_len(parsed)
+            except (TypeError, AttributeError, KeyError):  # a model that measures strings only
+                pass
+        return self.get_token_len(str(parsed))
+
+    def generate_from_template(self, templates, max_out_len, **kw):
+        # the model returns num_return_sequences outputs per prompt, one after another; GenInferencer groups
+        # them again (it reads the count the same way): an unsent prompt gets as many markers
+        per_prompt = getattr(self.model, 'generation_kwargs', {}).get('num_return_sequences', 1)
+        need = [self.measure(t) + max_out_len for t in templates]
+        fits = [n <= self.limit for n in need]
+        unsent = [None if ok else ENGINE_TOO_SMALL if self.window and n <= self.window else OVER_LENGTH
+                  for n, ok in zip(need, fits)]
+        keep = [t for t, ok in zip(templates, fits) if ok]
+        # the count each sent prompt was judged by: the LMDeploy wrapper compares it with the engine's own
+        self.check.counts = [n - max_out_len for n, ok in zip(need, fits) if ok]
+        outs = iter(self.model.generate_from_template(keep, max_out_len=max_out_len, **kw) if keep else [])
+        self.stats['sent'] += len(keep)
+        self.stats['engine'] += unsent.count(ENGINE_TOO_SMALL)
+        self.stats['over'] += unsent.count(OVER_LENGTH)
+        return [next(outs) if ok else marker for ok, marker in zip(fits, unsent) for _ in range(per_prompt)]
 
 
 def issue_order(retriever, ice_template=None, prompt_template=None, replace_token='') -> list:
