@@ -27,7 +27,7 @@ def matmul_params(cfg: Dict) -> float:
     if cfg.get('active_params') or c.get('active_params'):
         return float(cfg.get('active_params') or c['active_params']) - embedding_params(cfg)
     heads = int(c['num_attention_heads'])
-    kv_heads, head_dim = geometry._kv_heads_and_dim(c)
+    kv_heads, head_dim = geometry.kv_heads_and_dim(c)
     inter = int(c.get('intermediate_size') or 4 * h)
     q = heads * head_dim
     per_layer = h * q + 2 * h * kv_heads * head_dim + q * h + 3 * h * inter
