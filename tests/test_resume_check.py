@@ -146,5 +146,11 @@ def test_mismatch_reasons():
     assert 'gold answer differs' in resume_check.mismatch({'0': dict(saved['0'], gold='z')}, current, False)
     assert 'prompt differs' in resume_check.mismatch({'0': dict(saved['0'], origin_prompt='Question two')},
                                                      current, False)
-    assert 'missing index 0' in resume_check.mismatch({'1': saved['0']}, current, False)
     assert 'index 7 is outside' in resume_check.mismatch({'0': saved['0'], '7': saved['0']}, current, False)
+    second = {'1': {'origin_prompt': 'Question two', 'gold': 'b'}}
+    assert 'not the first 1 (missing index 0)' in resume_check.mismatch(second, current, False)
+    # an ordered run's tmp file: the first issued samples, each checked against its own index before the order
+    assert resume_check.mismatch(second, current, False, order=[1, 0]) == ''
+    assert 'not the first 1 issued (missing index 0)' in resume_check.mismatch(second, current, False, order=[0, 1])
+    assert 'sample 1: the saved prompt differs' in resume_check.mismatch(
+        {'1': dict(second['1'], origin_prompt='Question one')}, current, False, order=[0, 1])

@@ -76,14 +76,11 @@ def issued_in_reuse_order(dataset_cfg: Dict) -> bool:
     return name.rsplit('.', 1)[-1] == 'LongCtxGenInferencer' and inferencer.get('reuse_order', True) is not False
 
 
-def in_issue_order(saved: Dict[str, Dict], current: List[Tuple[List[str], object]]):
-    """Saved entries and :func:`current_samples` keyed by position in LongCtxGenInferencer's issue order (the same
-    texts, the same sort), so :func:`mismatch` checks that a tmp file holds the first samples issued. An index
-    outside the dataset keeps its own key."""
+def reuse_issue_order(current: List[Tuple[List[str], object]]) -> List[int]:
+    """The dataset indices of :func:`current_samples` in LongCtxGenInferencer's issue order (the same texts, the same
+    sort): a tmp file of an ordered run holds the first samples of this list."""
     from opencompass_longctx.prefix_reuse import reuse_order
-    order = reuse_order(['\n'.join(pieces) for pieces, _ in current])
-    position = {str(i): str(p) for p, i in enumerate(order)}
-    return {position.get(k, k): v for k, v in saved.items()}, [current[i] for i in order]
+    return list(reuse_order(['\n'.join(pieces) for pieces, _ in current]))
 
 
 def _pieces(prompt) -> List[str]:
@@ -134,30 +131,33 @@ def read_saved(path: str) -> Dict[str, Dict]:
     return data
 
 
-def mismatch(saved: Dict[str, Dict], current: List[Tuple[List[str], object]], finished: bool) -> str:
-    """Why saved entries do not belong to the current dataset ('' when each one does)."""
+def mismatch(saved: Dict[str, Dict], current: List[Tuple[List[str], object]], finished: bool,
+             order: Optional[Sequence[int]] = None) -> str:
+    """Why saved entries do not belong to the current dataset ('' when each one does). Each entry is compared with
+    the current sample of its own index first (a changed prompt or gold answer is named as such); then the saved
+    indices must be the first ones issued: those of ``order`` (:func:`reuse_issue_order`), or 0, 1, ... when None."""
     n = len(current)
-    keys = set(saved)
-    expected = {str(i) for i in range(len(saved))}
-    outside = sorted(k for k in keys if not (k.isdigit() and int(k) < n))
+    outside = sorted(k for k in saved if not (k.isdigit() and int(k) < n))
     if outside:
         return (f"sample index {', '.join(outside[:3])}{' ...' if len(outside) > 3 else ''} is outside the current "
                 f'dataset of {n} samples')
-    if keys != expected:
-        missing = sorted(expected - keys, key=int)
-        return f"the saved samples are not the first {len(saved)} (missing index {', '.join(missing[:3])})"
-    if finished and len(saved) != n:
-        return f'the finished predictions hold {len(saved)} samples, the current dataset has {n}'
-    for i in range(len(saved)):
-        entry, (pieces, gold) = saved[str(i)], current[i]
+    for key in sorted(saved, key=int):
+        entry, (pieces, gold) = saved[key], current[int(key)]
         if not isinstance(entry, dict):
-            return f'sample {i} is not a saved prediction'
+            return f'sample {key} is not a saved prediction'
         if 'gold' in entry and gold is not None and entry['gold'] != _plain(gold):
-            return f'sample {i}: the saved gold answer differs from the current dataset\'s'
+            return f'sample {key}: the saved gold answer differs from the current dataset\'s'
         origin = entry.get('origin_prompt')
         if origin is None or not _contains_in_order(_pieces(origin) if not isinstance(origin, str) else [origin],
                                                     pieces):
-            return f'sample {i}: the saved prompt differs from the current dataset\'s (another prompt or config)'
+            return f'sample {key}: the saved prompt differs from the current dataset\'s (another prompt or config)'
+    first = [str(i) for i in (range(n) if order is None else order)][:len(saved)]
+    missing = [k for k in first if k not in saved]
+    if missing:
+        issued = '' if order is None else ' issued'
+        return f"the saved samples are not the first {len(saved)}{issued} (missing index {', '.join(missing[:3])})"
+    if finished and len(saved) != n:
+        return f'the finished predictions hold {len(saved)} samples, the current dataset has {n}'
     return ''
 
 
@@ -190,9 +190,8 @@ def stale_predictions(combinations: Sequence[Dict], out_dir: str) -> Tuple[List[
                                      f'not checked against the dataset, which does not build ({type(e).__name__}: '
                                      f'{str(e).splitlines()[0] if str(e) else ""})')
                     continue
-                if path != final and issued_in_reuse_order(d):   # a tmp file holds the first samples issued
-                    saved, current = in_issue_order(saved, current)
-                reason = mismatch(saved, current, path == final)
+                ordered = path != final and issued_in_reuse_order(d)   # a tmp file holds the first samples issued
+                reason = mismatch(saved, current, path == final, reuse_issue_order(current) if ordered else None)
                 if reason:
                     stale.append(Stale(model_abbr_from_cfg(model), d.get('abbr', ''), path, reason,
                                        get_infer_output_path(model, d, results_dir)))
