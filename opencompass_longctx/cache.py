@@ -35,6 +35,7 @@ from typing import Callable, Dict, Iterable, Iterator, Optional
 
 from opencompass_longctx import __version__
 from opencompass_longctx.util import atomic_write_text, json_default, make_like_normal_file, sha256_file
+from opencompass_longctx.errors import LongCtxError
 try:
     import fcntl
 except ImportError:  # not a POSIX system: stale temporary directories are recognised by age only
@@ -52,19 +53,19 @@ STALE_UNKNOWN_S = 24 * 3600       # the same where the lock cannot be tested (no
 _DENIED = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
-class CachePermissionError(PermissionError):
+class CachePermissionError(LongCtxError, PermissionError):
     """The cache cannot be written (an entry must be built) or an entry cannot be read by this user."""
 
 
-class CacheDiskFullError(OSError):
+class CacheDiskFullError(LongCtxError, OSError):
     """The disk (or quota) of the cache filled up while an entry was built; the entry's files were removed."""
 
 
-class EntryDamaged(ValueError):
+class EntryDamaged(LongCtxError, ValueError):
     """A cache entry whose files do not match its meta.json."""
 
 
-class EmptyBuildError(ValueError):
+class EmptyBuildError(LongCtxError, ValueError):
     """A dataset build that produced no rows."""
 
 

@@ -20,11 +20,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from opencompass_longctx.spec import spec_of
 from opencompass_longctx.tiers import parse_tier
+from opencompass_longctx.errors import LongCtxError
 MODEL_TOKENIZER = 'model'
 RUN_OPTIONS = ('max_tier', 'thinks')     # model-config keys read here, not by the model class
 
 
-class SelectionError(ValueError):
+class SelectionError(LongCtxError, ValueError):
     """A run option that cannot be applied (``tokenizer='model'`` for a model without a path, a bad max_tier)."""
 
 

@@ -23,14 +23,15 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
 from opencompass_longctx.util import atomic_write_text, sha256_file
+from opencompass_longctx.errors import LongCtxError
 MANIFEST = 'longctx_manifest.json'
 
 
-class DataNotFoundError(FileNotFoundError):
+class DataNotFoundError(LongCtxError, FileNotFoundError):
     pass
 
 
-class DataIntegrityError(ValueError):
+class DataIntegrityError(LongCtxError, ValueError):
     pass
 
 

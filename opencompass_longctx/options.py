@@ -143,9 +143,9 @@ def load_params(cls) -> tuple:
 
 def parse_config(cls, kwargs: Mapping):
     """A dataset config's load keys parsed as its class's load parses them (raises the load's error); None for a
-    class without ``options``. Removed options are left to their own message."""
+    class without ``options``."""
     opts = getattr(cls, 'options', None)
     if opts is None:
         return None
-    extra = load_params(cls) + tuple(getattr(cls, 'REMOVED_OPTIONS', {}))
+    extra = load_params(cls)
     return opts.parse({k: v for k, v in kwargs.items() if k not in extra}, extra)

@@ -23,6 +23,7 @@ import pickle
 import threading
 from collections import OrderedDict, deque
 from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
+from opencompass_longctx.errors import LongCtxError
 
 
 # Defaults of parallel.plan for builds bound by tokenizer passes (LongBioBench, the BABILong generator), in
@@ -35,7 +36,7 @@ CHUNK_TOKENS = 1 << 21
 HF_STARTUP = 8
 
 
-class NumProcError(ValueError):
+class NumProcError(LongCtxError, ValueError):
     """A ``num_proc`` that is not a positive integer."""
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from opencompass_longctx.tables.tier_table import STANDARD_TIERS
+from opencompass_longctx.errors import LongCtxError
 _TIER_RE = re.compile(r'\s*([0-9]+)(?:\.([0-9]+))?\s*([km]?)\s*', re.IGNORECASE | re.ASCII)
 MAX_TIER_TOKENS = 10 ** 12
 ACCEPTED_FORMS = ("a number (ASCII digits, at most 15 after the point) followed by 'k' or 'm' "
@@ -33,7 +34,7 @@ ACCEPTED_FORMS = ("a number (ASCII digits, at most 15 after the point) followed 
                   f"standard tiers: {', '.join(STANDARD_TIERS)}")
 
 
-class TierError(ValueError):
+class TierError(LongCtxError, ValueError):
     """A tier string that cannot be parsed, or a tier that is not a whole number of a benchmark's tokens."""
 
 

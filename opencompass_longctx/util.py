@@ -55,13 +55,6 @@ def json_default(obj):
     return str(obj)
 
 
-def refuse_removed_options(removed, kwargs, error=ValueError) -> None:
-    """Raise ``error`` with the message (what to use instead) of the first removed option ``kwargs`` still has.
-    ``removed``: a dataset class's ``REMOVED_OPTIONS`` (the run checks report the same before any task starts)."""
-    for key in sorted(set(removed) & set(kwargs)):
-        raise error(removed[key])
-
-
 def type_name(obj) -> str:
     """'BabilongDataset' from a class, a LazyObject or the dotted string a dumped config holds."""
     t = obj.get('type', '') if isinstance(obj, dict) else obj

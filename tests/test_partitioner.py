@@ -251,8 +251,8 @@ def test_checks_find_every_problem_without_a_gpu(tmp_path, monkeypatch):
     babilong = [_babilong(t, path=str(tmp_path / 'babilong')) for t in ('0k', '1k')]
     from opencompass_longctx.demo.datasets import DemoBabilongDataset
     babilong_demo = [dict(_babilong('2k', path=str(tmp_path / 'demo')), type=DemoBabilongDataset)]
-    legacy = [_babilong('4k', path=str(tmp_path / 'demo'), demo_data=True)]     # the removed flag
-    problems = P.check_run([model, model2], nolima + babilong + babilong_demo + legacy)
+    unknown = [_babilong('4k', path=str(tmp_path / 'demo'), num_sample=3)]     # a misspelt option
+    problems = P.check_run([model, model2], nolima + babilong + babilong_demo + unknown)
     text = {p['problem'].split('\n')[0]: p['where'] for p in problems}
     assert text["model directory 'models/m1' does not exist"] == ['m1']
     assert any(k.startswith('$LONGCTX_MODEL_ROOT is not set') for k in text)
@@ -263,9 +263,8 @@ def test_checks_find_every_problem_without_a_gpu(tmp_path, monkeypatch):
     assert nolima_data == [['nolima_main_1k', 'nolima_main_2k']]
     bab = [w for k, w in text.items() if 'babilong' in k.lower() and 'not found' in k]
     assert sorted(bab) == [['babilong_qa1_0k', 'babilong_qa1_1k'], ['babilong_qa1_4k']]   # not the demo type's 2k
-    assert text['demo_data= was removed from BabilongDataset: for the project\'s stand-in files use '
-                'type=DemoBabilongDataset (from opencompass_longctx.demo.datasets import DemoBabilongDataset) '
-                'with the same path= and without demo_data'] == ['babilong_qa1_4k']
+    assert text["BabilongDataError: BabilongDataset has no option 'num_sample': did you mean num_samples?"] == [
+        'babilong_qa1_4k']
     # the report says how to get the data
     md = P.to_markdown(P.summarize(P.make_plan(_combo([model], babilong)), problems))
     assert 'huggingface-cli download RMT-team/babilong' in md and 'export LONGCTX_MODEL_ROOT' in md

@@ -21,6 +21,7 @@ from typing import Dict, Iterator, List, Optional
 
 from opencompass_longctx.data_files import Source
 from opencompass_longctx.tiers import Tier
+from opencompass_longctx.errors import LongCtxError
 PUBLISHED_TIERS = ('0k', '1k', '2k', '4k', '8k', '16k', '32k', '64k', '128k', '256k', '512k', '1m', '10m')
 SAMPLE_SOURCES = ('100', '1000', 'official', 'generated')
 
@@ -37,7 +38,7 @@ SOURCE_1000 = Source(
                 '<len>/qaN-*.parquet).'))
 
 
-class BabilongDataError(ValueError):
+class BabilongDataError(LongCtxError, ValueError):
     pass
 
 

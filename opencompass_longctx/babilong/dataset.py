@@ -10,15 +10,13 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, Dict, Optional
 
-from opencompass.datasets.base import BaseDataset
-
 from opencompass_longctx import parallel
-from opencompass_longctx.cache import DatasetCache, make_key, record_build
+from opencompass_longctx.base import LongCtxDataset
+from opencompass_longctx.cache import DatasetCache, make_key
 from opencompass_longctx.data_files import DataNotFoundError, find_file
 from opencompass_longctx.options import Options, by, flag, integer, one_of, option, text
 from opencompass_longctx.tiers import Tier, dataset_tier
 from opencompass_longctx.tokenizer.counting import GPT2_TOKENIZER, get_tokenizer
-from opencompass_longctx.util import refuse_removed_options
 from opencompass_longctx.babilong import data as bdata
 from opencompass_longctx.babilong.build import build_rows, generated_rows
 from opencompass_longctx.babilong.spec import BENCHMARK
@@ -152,17 +150,8 @@ def load_split(o: BabilongOptions):
         task, tier, parts, tokenizer, label, o.prompt_variant), params=params)
 
 
-class BabilongDataset(BaseDataset):
-    """``type=BabilongDataset`` in configs; every extra config key goes to :func:`load_babilong`."""
-    benchmark = BENCHMARK      # what the planner, the run checks and the summarizer read (spec.py)
-    options = BabilongOptions  # what load and the run checks parse a config's keys with
-    # options that were removed, with what to use instead (refused here and by the run checks)
-    REMOVED_OPTIONS = {'demo_data': 'demo_data= was removed from BabilongDataset: for the project\'s stand-in files '
-                       'use type=DemoBabilongDataset (from opencompass_longctx.demo.datasets import '
-                       'DemoBabilongDataset) with the same path= and without demo_data'}
-
-    @staticmethod
-    def load(**kwargs):
-        refuse_removed_options(BabilongDataset.REMOVED_OPTIONS, kwargs, bdata.BabilongDataError)
-        return record_build(BENCHMARK.dataset_type, kwargs, load_split(BabilongOptions.parse(kwargs)),
-                            BENCHMARK.tokens_column)
+class BabilongDataset(LongCtxDataset):
+    """``type=BabilongDataset`` in configs; every extra config key is a field of :class:`BabilongOptions`."""
+    benchmark = BENCHMARK
+    options = BabilongOptions
+    build = staticmethod(load_split)

@@ -1,9 +1,10 @@
 """BABILong evaluator: accuracy in a named scoring mode, with per-sample details."""
-from opencompass.openicl.icl_evaluator import BaseEvaluator
+from opencompass_longctx.base import LongCtxEvaluator
+from opencompass_longctx.errors import ScoringError
+from opencompass_longctx.babilong.scoring import MODES, score_many
 
-from opencompass_longctx import __version__, overlength
-from opencompass_longctx.babilong.scoring import MODES, ScoringError, score_many
-class BabilongEvaluator(BaseEvaluator):
+
+class BabilongEvaluator(LongCtxEvaluator):
     """``evaluator=dict(type=BabilongEvaluator, mode='official'|'fixed'|'lenient')``.
 
     ``score`` reads the question and task of each sample from the test set (the official rule ignores
@@ -18,23 +19,12 @@ class BabilongEvaluator(BaseEvaluator):
         super().__init__(pred_postprocessor=pred_postprocessor)
         self.mode = mode
 
-    def score(self, predictions, references, test_set):
-        predictions = overlength.check_predictions(predictions, len(references), len(test_set), ScoringError)
-        kept, _ = overlength.split(predictions)
-        questions, tasks = test_set['question'], test_set['task']
-        res = score_many([predictions[i] for i in kept], [references[i] for i in kept],
-                         [questions[i] for i in kept], [tasks[i] for i in kept], self.mode)
-        details = iter(res['details'])
-        details = [next(details) if not overlength.is_over_length(p) else
-                   {'pred': None, 'answer': r, 'correct': False, 'over_length': True}
-                   for p, r in zip(predictions, references)]
-        # Only 'accuracy' is numeric at the top level, so OpenCompass's summary shows one row per dataset;
-        # the counts sit in the results file under 'counts'. Over-length samples are left out of the
-        # accuracy; when every sample is over-length there is no accuracy (the summarizer shows N/A).
-        out = {'scoring_mode': self.mode, 'package_version': __version__,
-               'counts': {'n': len(predictions), 'correct': res['correct'],
-                          'invalid_predictions': res['invalid_predictions'], **overlength.marker_counts(predictions)},
-               'details': details}
-        if kept:
-            out['accuracy'] = res['accuracy']
-        return out
+    def score_answered(self, rows, predictions, samples):
+        questions, tasks = samples.test_set['question'], samples.test_set['task']
+        res = score_many([predictions[i] for i in rows], [samples.references[i] for i in rows],
+                         [questions[i] for i in rows], [tasks[i] for i in rows], self.mode)
+        return {'scoring_mode': self.mode, 'accuracy': res['accuracy'], 'details': res['details'],
+                'counts': {'correct': res['correct'], 'invalid_predictions': res['invalid_predictions']}}
+
+    def nothing_answered(self, samples):
+        return {'scoring_mode': self.mode, 'counts': {'correct': 0, 'invalid_predictions': 0}}

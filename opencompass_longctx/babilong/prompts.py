@@ -20,6 +20,7 @@ import importlib.util
 import os
 import re
 from typing import Dict
+from opencompass_longctx.errors import LongCtxError
 
 VARIANTS = ('official', 'cleaned')
 TASKS = tuple(f'qa{i}' for i in range(1, 21))
@@ -27,7 +28,7 @@ TASKS = tuple(f'qa{i}' for i in range(1, 21))
 LEADERBOARD_SYSTEM_PROMPT = 'You are a helpful assistant.'
 
 
-class PromptError(ValueError):
+class PromptError(LongCtxError, ValueError):
     pass
 
 

@@ -15,6 +15,8 @@
 import re
 from typing import Dict, List, Optional, Sequence
 
+from opencompass_longctx.errors import ScoringError
+
 MODES = ('official', 'fixed', 'lenient')
 
 _LOCATIONS = ['bathroom', 'bedroom', 'garden', 'hallway', 'kitchen', 'office']
@@ -36,10 +38,6 @@ TASK_LABELS: Dict[str, List[str]] = {
     'qa19': ['e,e', 'e,n', 'e,s', 'n,e', 'n,n', 'n,w', 's,e', 's,s', 's,w', 'w,n', 'w,s', 'w,w'],
     'qa20': ['bedroom', 'bored', 'garden', 'hungry', 'kitchen', 'thirsty', 'tired'],
 }
-
-
-class ScoringError(ValueError):
-    pass
 
 
 def _check(task: str, mode: str):

@@ -13,6 +13,7 @@ import signal
 import time
 import traceback
 from typing import Dict, List, Optional
+from opencompass_longctx.errors import LongCtxError
 
 # seconds per stage kind at most (--limits changes them); the device recipe (bench/gpu_check.sh) sets its own
 LIMITS = dict(python=10, stack=60, model=900, data=600, opencompass=3600, bench=1800)
@@ -56,7 +57,7 @@ def time_limit(seconds: int):
         signal.signal(signal.SIGALRM, old)
 
 
-class RehearsalStop(RuntimeError):
+class RehearsalStop(LongCtxError, RuntimeError):
     pass
 
 

@@ -17,6 +17,7 @@ from typing import Dict, List, Optional, Tuple
 from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS, LONGBIO_DEFAULT_SHOTS, LONGBIO_MODES
 from opencompass_longctx.longbio.people import CHAIN_NAMES, Person
 from opencompass_longctx.longbio.pools import SUBJECT, VALUE, load_pools
+from opencompass_longctx.errors import LongCtxError
 TASKS = tuple(dict.fromkeys(c['task'] for c in LONGBIO_CELLS))
 OFFERED_N: Dict[str, Tuple[int, ...]] = {}
 for _c in LONGBIO_CELLS:
@@ -27,7 +28,7 @@ MATH_TASKS = ('calculation', 'rank', 'twodiff')
 MAX_SHOTS = 5
 
 
-class LongBioConfigError(ValueError):
+class LongBioConfigError(LongCtxError, ValueError):
     """Bad LongBioBench parameters (unknown task/mode, n not offered, values out of range...)."""
 
 

@@ -3,9 +3,8 @@ and cached on disk (OpenCompass rebuilds every dataset in its main, inference an
 from dataclasses import dataclass, field
 from typing import ClassVar, Optional
 
-from opencompass.datasets.base import BaseDataset
-
-from opencompass_longctx.cache import DatasetCache, make_key, record_build
+from opencompass_longctx.base import LongCtxDataset
+from opencompass_longctx.cache import DatasetCache, make_key
 from opencompass_longctx.options import Options, flag, integer, option
 from opencompass_longctx.parallel import check_num_proc
 from opencompass_longctx.tiers import dataset_tier
@@ -67,12 +66,8 @@ def load_cell(o: LongBioOptions):
                               params=params)
 
 
-class LongBioDataset(BaseDataset):
-    """``type=LongBioDataset`` in configs; every extra config key is an option of :class:`LongBioOptions`."""
-    benchmark = BENCHMARK      # what the planner, the run checks and the summarizer read (spec.py)
-    options = LongBioOptions   # what load and the run checks parse a config's keys with
-
-    @staticmethod
-    def load(**kwargs):
-        return record_build(BENCHMARK.dataset_type, kwargs, load_cell(LongBioOptions.parse(kwargs)),
-                            BENCHMARK.tokens_column)
+class LongBioDataset(LongCtxDataset):
+    """``type=LongBioDataset`` in configs; every extra config key is a field of :class:`LongBioOptions`."""
+    benchmark = BENCHMARK
+    options = LongBioOptions
+    build = staticmethod(load_cell)

@@ -2,12 +2,13 @@
 import json
 import os
 
-from opencompass.openicl.icl_evaluator import BaseEvaluator
 from opencompass.utils import get_logger
 
-from opencompass_longctx import __version__, overlength
+from opencompass_longctx import overlength
+from opencompass_longctx.base import LongCtxEvaluator, column
+from opencompass_longctx.errors import ScoringError
 from opencompass_longctx.models.prefill import is_prefilled
-from opencompass_longctx.longbio.scoring import MODES, ScoringError, score_cell, truncate_for
+from opencompass_longctx.longbio.scoring import MODES, score_cell, truncate_for
 def prefix_sent(origin_prompt, prefix: str):
     """Whether the model continued the answer prefix: its chat prompt ends with a prefilled message (the package's
     model wrappers, :mod:`opencompass_longctx.models.prefill`), or its plain-text prompt (a base model's) ends
@@ -26,7 +27,7 @@ def prefix_summary(sent) -> str:
     return 'mixed' if len(known) > 1 else ('continued' if known == {True} else 'dropped')
 
 
-class LongBioEvaluator(BaseEvaluator):
+class LongBioEvaluator(LongCtxEvaluator):
     """``evaluator=dict(type=LongBioEvaluator)``.
 
     * ``mode``: None (default) scores in the mode the data was generated in; 'compat' or 'strict' overrides.
@@ -59,45 +60,56 @@ class LongBioEvaluator(BaseEvaluator):
         out = getattr(self, '_out_dir', None)
         return os.path.basename(os.path.dirname(out)) if out else None
 
-    def score(self, predictions, references, test_set, origin_prompt=None):
-        predictions = overlength.check_predictions(predictions, len(references), len(test_set), ScoringError)
-        sent = [prefix_sent(p, x) for p, x in zip(origin_prompt or [None] * len(test_set), test_set['prefix'])]
-        data_mode, task, cell = test_set['mode'][0], test_set['task'][0], test_set['cell'][0]
+    def read(self, samples):
+        test_set = samples.test_set
+        samples.columns['sent'] = [prefix_sent(p, x) for p, x in zip(samples.origin_prompt or [None] * len(test_set),
+                                                                   test_set['prefix'])]
+        samples.columns['sample'] = list(test_set['sample'])
+        data_mode = test_set['mode'][0]
         mode = self.mode or data_mode
         model = self._model_name()
-        truncate = (truncate_for(model) if self.authors_truncation == 'auto' else self.authors_truncation)
-        truncate = bool(truncate) and mode == 'compat'
-        samples = list(test_set['sample'])
+        truncate = truncate_for(model) if self.authors_truncation == 'auto' else self.authors_truncation
+        samples.columns['scoring'] = {'mode': mode, 'data_mode': data_mode, 'cell': test_set['cell'][0],
+                                      'model': model, 'authors_truncation': bool(truncate) and mode == 'compat',
+                                      'answer_prefix': prefix_summary(samples.columns['sent'])}
+
+    def left_out(self, predictions, samples):
         # a sample with a prompt the model could not hold (over-length, never truncated) is left out whole
-        over = {s for s, p in zip(samples, predictions) if overlength.is_over_length(p)}
-        keep = [i for i, s in enumerate(samples) if s not in over]
-        labels, rows, depths = test_set['label'], test_set['row'], test_set['needle_depths']
-        out = {'headline': None, 'scoring': {'mode': mode, 'data_mode': data_mode, 'cell': cell, 'model': model,
-                                             'authors_truncation': truncate, 'answer_prefix': prefix_summary(sent)},
-               'package_version': __version__}
+        ids = samples.columns['sample']
+        over = {s for s, p in zip(ids, predictions) if overlength.is_over_length(p)}
+        return {i for i, s in enumerate(ids) if s in over}
+
+    def score_answered(self, rows, predictions, samples):
+        test_set, scoring = samples.test_set, samples.columns['scoring']
+        labels, row_ids, depths = test_set['label'], test_set['row'], test_set['needle_depths']
+        ids = samples.columns['sample']
+        res = score_cell([predictions[i] for i in rows], [json.loads(labels[i]) for i in rows],
+                         [row_ids[i] for i in rows], [ids[i] for i in rows], test_set['task'][0], scoring['mode'],
+                         scoring['authors_truncation'], self.headline)
+        for i, d in zip(rows, res['details']):
+            d['answer'] = samples.references[i]   # the reference text; citation hits are answer_hit/citation_hit
+            d['depth'] = depths[i][0] if depths[i] else None  # first test needle, for depth heatmaps
+        return {'headline': res['headline'], 'scoring': scoring, 'accuracy': res['accuracy'],
+                'submetrics': res['submetrics'], 'details': res['details'], 'counts': res['counts']}
+
+    def nothing_answered(self, samples):
+        return {'headline': None, 'scoring': samples.columns['scoring'],
+                'counts': {'samples': 0, 'rows': 0, 'correct': 0, 'invalid_predictions': 0}}
+
+    def marker_counts(self, predictions, samples):
+        ids = samples.columns['sample']
+        return dict(samples=len(set(ids)), n=len(set(ids)), **overlength.marker_counts(predictions, ids))
+
+    def finish(self, out, samples):
+        sent = samples.columns['sent']
         if False in sent:
             get_logger().warning(
-                f'{cell}: {sent.count(False)} of {len(sent)} prompts lost the answer prefix (the model wrapper drops '
-                'a final assistant turn, as OpenCompass\'s chat wrappers do; the authors prefill it). Use '
-                'opencompass_longctx.models.hf.LongCtxHFChatModel or models.lmdeploy.LongCtxTurboMindModel.')
-        details = [{'pred': None, 'answer': ref, 'correct': False, 'over_length': True} for ref in references]
-        counts = {'samples': 0, 'rows': 0, 'correct': 0, 'invalid_predictions': 0}
-        if keep:
-            res = score_cell([predictions[i] for i in keep], [json.loads(labels[i]) for i in keep],
-                             [rows[i] for i in keep], [samples[i] for i in keep], task, mode, truncate,
-                             self.headline)
-            for i, d in zip(keep, res['details']):
-                d['answer'] = references[i]   # the reference text; citation hits are answer_hit/citation_hit
-                d['depth'] = depths[i][0] if depths[i] else None  # first test needle, for depth heatmaps
-                details[i] = d
-            out.update(accuracy=res['accuracy'], headline=res['headline'], submetrics=res['submetrics'])
-            counts = res['counts']
-        out['counts'] = dict(counts, samples=len(set(samples)), n=len(set(samples)),
-                             **overlength.marker_counts(predictions, samples))
-        seeds = list(test_set['seed']) if 'seed' in getattr(test_set, 'column_names', test_set) else [None] * len(details)
-        for d, s, seed in zip(details, sent, seeds):
+                f"{samples.columns['scoring']['cell']}: {sent.count(False)} of {len(sent)} prompts lost the answer "
+                'prefix (the model wrapper drops a final assistant turn, as OpenCompass\'s chat wrappers do; the '
+                'authors prefill it). Use opencompass_longctx.models.hf.LongCtxHFChatModel or '
+                'models.lmdeploy.LongCtxTurboMindModel.')
+        seeds = column(samples.test_set, 'seed', [None] * len(out['details']))
+        for d, s, seed in zip(out['details'], sent, seeds):
             d['answer_prefix'] = s
             if seed is not None:
                 d['seed'] = seed   # names the sample's cluster (the spec's cluster_keys)
-        out['details'] = details
-        return out

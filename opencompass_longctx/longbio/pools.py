@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
 from opencompass_longctx.util import sha256_file
+from opencompass_longctx.errors import LongCtxError
 POOLS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'pools')
 MANIFEST = 'manifest.json'
 
@@ -29,7 +30,7 @@ PARAPHRASE_FILES = {a: f'templates/{a}.tsv' for a in ATTRIBUTES}
 SUBJECT, OBJECT, VALUE = '<This person>', '<This person-o>', '<attr>'
 
 
-class PoolError(RuntimeError):
+class PoolError(LongCtxError, RuntimeError):
     """A pool file is missing, altered (sha256 differs from the manifest) or malformed."""
 
 

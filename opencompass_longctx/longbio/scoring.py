@@ -31,12 +31,10 @@ digit run is too long for Python's int (over 4,300 digits) is a wrong answer wit
 import re
 from typing import Dict, List, Optional, Sequence
 
+from opencompass_longctx.errors import ScoringError
+
 MODES = ('compat', 'strict')
 _REFUSAL_STRICT = re.compile(r'\bnot\s+(?:explicitly\s+)?stated\b', re.IGNORECASE)
-
-
-class ScoringError(ValueError):
-    pass
 
 
 def check_mode(mode: str) -> str:

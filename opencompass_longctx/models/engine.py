@@ -16,15 +16,16 @@ import os
 from typing import Dict, Optional
 
 from opencompass_longctx.models import geometry
+from opencompass_longctx.errors import LongCtxError
 
 KV_BYTES = {0: 2.0, 8: 1.0, 4: 0.5}  # quant_policy -> bytes per cached value
 
 
-class LMDeployConfigError(ValueError):
+class LMDeployConfigError(LongCtxError, ValueError):
     pass
 
 
-class PreflightError(RuntimeError):
+class PreflightError(LongCtxError, RuntimeError):
     pass
 
 

@@ -32,11 +32,12 @@ at their window; decode reads the active weights and, per sequence, the full lay
 windowed layers' KV over the window and the fixed state. A dense GQA model gives exactly the dense formulas.
 """
 from typing import Dict, List
+from opencompass_longctx.errors import LongCtxError
 
 BF16 = 2
 
 
-class GeometryError(ValueError):
+class GeometryError(LongCtxError, ValueError):
     pass
 
 

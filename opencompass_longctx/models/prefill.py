@@ -19,9 +19,10 @@ authors trim it. Templates whose last ``BOT`` turn is empty in generation (every
 OpenCompass's own datasets, whose ``{answer}`` is blanked) are parsed exactly as before.
 """
 from opencompass.models.base_api import APITemplateParser
+from opencompass_longctx.errors import LongCtxError
 
 
-class PrefillError(ValueError):
+class PrefillError(LongCtxError, ValueError):
     pass
 
 

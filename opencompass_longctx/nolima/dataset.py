@@ -30,11 +30,11 @@ from dataclasses import dataclass, field, replace
 from typing import ClassVar, Dict, List, Optional
 
 from opencompass_longctx import parallel
-from opencompass_longctx.cache import DatasetCache, make_key, record_build
+from opencompass_longctx.base import LongCtxDataset
+from opencompass_longctx.cache import DatasetCache, make_key
 from opencompass_longctx.options import Options, by, flag, integer, one_of, option, text
 from opencompass_longctx.tiers import Tier, dataset_tier
 from opencompass_longctx.tokenizer.counting import DEFAULT_TOKENIZER, get_tokenizer
-from opencompass_longctx.util import refuse_removed_options
 from opencompass_longctx.nolima import data as ndata
 from opencompass_longctx.nolima import haystack as hs
 from opencompass_longctx.nolima.haystack import default_depth_intervals
@@ -267,21 +267,16 @@ def load_split(o: NoLiMaOptions):
     return cache.get_or_build('nolima', key, rows, params=params)
 
 
-try:
-    from opencompass.datasets.base import BaseDataset
-except ImportError:  # stand-alone use of the loader without OpenCompass
-    BaseDataset = object
-
-
-class NoLiMaDataset(BaseDataset):
-    """``type=NoLiMaDataset`` in configs; every extra config key goes to :func:`load_nolima`.
+class NoLiMaDataset(LongCtxDataset):
+    """``type=NoLiMaDataset`` in configs; every extra config key is a field of :class:`NoLiMaOptions`.
 
     Same result as OpenCompass's ``BaseDataset.__init__`` (columns ``subdivision`` = abbr and ``idx``, the set
     repeated ``n`` times), but the two columns are appended to the Arrow table instead of written by
     ``Dataset.map``, which would copy every prompt (over 1 GB at 32K) in each OpenCompass process.
     """
-    benchmark = BENCHMARK      # what the planner, the run checks and the summarizer read (spec.py)
-    options = NoLiMaOptions    # what load and the run checks parse a config's keys with
+    benchmark = BENCHMARK
+    options = NoLiMaOptions
+    build = staticmethod(load_split)
 
     def __init__(self, reader_cfg: Optional[Dict] = None, k=1, n: int = 1, **kwargs):
         from datasets import concatenate_datasets
@@ -292,15 +287,3 @@ class NoLiMaDataset(BaseDataset):
         dataset = dataset.add_column('idx', list(range(len(dataset))))
         self.dataset = concatenate_datasets([dataset] * n) if n > 1 else dataset
         self._init_reader(**(reader_cfg or {}))
-
-    # options that were removed, with what to use instead (refused here and by the run checks)
-    REMOVED_OPTIONS = {'sample_data': 'sample_data= was removed from NoLiMaDataset: for the project\'s stand-in '
-                       'data use type=DemoNoLiMaDataset (from opencompass_longctx.demo.datasets import '
-                       'DemoNoLiMaDataset) with the same path= (it also takes sample_book_tokens) and without '
-                       'sample_data'}
-
-    @staticmethod
-    def load(**kwargs):
-        refuse_removed_options(NoLiMaDataset.REMOVED_OPTIONS, kwargs, NoLiMaError)
-        return record_build(BENCHMARK.dataset_type, kwargs, load_split(NoLiMaOptions.parse(kwargs)),
-                            BENCHMARK.tokens_column)

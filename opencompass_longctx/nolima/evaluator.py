@@ -2,11 +2,9 @@
 import json
 from collections import defaultdict
 
-from opencompass.openicl.icl_evaluator import BaseEvaluator
-
-from opencompass_longctx import __version__
-from opencompass_longctx.nolima.scoring import METRICS, check_metric, check_predictions, score_many
-from opencompass_longctx.overlength import is_over_length, marker_counts
+from opencompass_longctx.base import LongCtxEvaluator, column
+from opencompass_longctx.nolima.needles import NoLiMaError
+from opencompass_longctx.nolima.scoring import METRICS, check_metric, score_many
 DETAIL_FIELDS = ('pair', 'entry_id', 'group', 'test_id', 'question_type', 'order', 'reasoning_type', 'variant',
                  'haystack',
                  'haystack_index', 'haystack_tier', 'depth', 'depth_index', 'context_length', 'tier', 'character',
@@ -20,7 +18,7 @@ def _split(details, key, metric='correct'):
     return {k: 100.0 * sum(v) / len(v) for k, v in sorted(acc.items())}
 
 
-class NoLiMaEvaluator(BaseEvaluator):
+class NoLiMaEvaluator(LongCtxEvaluator):
     """``evaluator=dict(type=NoLiMaEvaluator, metric='contains', strip_think=True)``.
 
     Returns one numeric top-level value, ``accuracy`` (in ``metric``; the authors use ``contains``), so
@@ -29,40 +27,39 @@ class NoLiMaEvaluator(BaseEvaluator):
     non-numeric fields; ``details`` has one entry per test. Prompts the model could not hold (marked by the
     package's over-length policy) are left out of the accuracy and counted in ``counts['over_length']``.
     """
+    error = NoLiMaError
 
     def __init__(self, metric: str = 'contains', strip_think: bool = True, pred_postprocessor=None):
         self.metric = check_metric(metric)
         self.strip_think = bool(strip_think)
         super().__init__(pred_postprocessor=pred_postprocessor)
 
-    def score(self, predictions, references, test_set):
-        cols = set(test_set.column_names)
-        if 'gold_answers' in cols:
-            golds = [json.loads(g) for g in test_set['gold_answers']]
-        else:
-            golds = [[r] for r in references]
-        columns = {k: list(test_set[k]) for k in DETAIL_FIELDS if k in cols}  # column reads: no prompt copies
-        meta = [{k: v[i] for k, v in columns.items()} for i in range(len(test_set))]
-        predictions = check_predictions(predictions, len(golds))
-        kept = [i for i, p in enumerate(predictions) if not is_over_length(p)]
-        res = score_many([predictions[i] for i in kept], [golds[i] for i in kept], self.metric, self.strip_think,
-                         [meta[i] for i in kept]) if kept else None
-        scored = iter(res['details'] if res else [])
-        details = [dict({'pred': None, 'answer': golds[i], 'status': 'over_length', 'over_length': True,
-                         'correct': False, **{m: False for m in METRICS}}, **meta[i])
-                   if is_over_length(p) else next(scored) for i, p in enumerate(predictions)]
-        counts = dict(res['counts']) if res else dict(n=0, correct=0)
-        counts.update(n=len(predictions), **marker_counts(predictions))
-        out = {
-            'metric': self.metric,
-            'strip_think': str(self.strip_think),
-            'package_version': __version__,
-            'metrics': res['metrics'] if res else None,
-            'counts': counts,
-            'by_question_type': _split([d for d in details if not d.get('over_length')], 'question_type'),
-            'by_order': _split([d for d in details if not d.get('over_length')], 'order'),
-            'details': details,
-        }
-        if res:  # every sample over-length: no accuracy (the summary shows the tier as not applicable)
-            out['accuracy'] = res['accuracy']
-        return out
+    def read(self, samples):
+        golds = column(samples.test_set, 'gold_answers')
+        samples.columns['golds'] = ([[r] for r in samples.references] if golds is None else
+                                    [json.loads(g) for g in golds])
+        columns = {k: column(samples.test_set, k) for k in DETAIL_FIELDS}   # column reads: no prompt copies
+        columns = {k: v for k, v in columns.items() if v is not None}
+        samples.columns['meta'] = [{k: v[i] for k, v in columns.items()} for i in range(len(samples.test_set))]
+
+    def score_answered(self, rows, predictions, samples):
+        golds, meta = samples.columns['golds'], samples.columns['meta']
+        res = score_many([predictions[i] for i in rows], [golds[i] for i in rows], self.metric, self.strip_think,
+                         [meta[i] for i in rows])
+        return {**self._settings(), 'metrics': res['metrics'], 'accuracy': res['accuracy'],
+                'details': res['details'], 'counts': res['counts']}
+
+    def nothing_answered(self, samples):
+        return {**self._settings(), 'metrics': None, 'counts': {'correct': 0}}
+
+    def _settings(self):
+        return {'metric': self.metric, 'strip_think': str(self.strip_think)}
+
+    def marker_detail(self, i, samples):
+        return dict({'pred': None, 'answer': samples.columns['golds'][i], 'status': 'over_length',
+                     'over_length': True, 'correct': False, **{m: False for m in METRICS}}, **samples.columns['meta'][i])
+
+    def finish(self, out, samples):
+        answered = [d for d in out['details'] if not d.get('over_length')]
+        out['by_question_type'] = _split(answered, 'question_type')
+        out['by_order'] = _split(answered, 'order')

@@ -21,9 +21,10 @@ import os
 import re
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
+from opencompass_longctx.errors import LongCtxError
 
 
-class NoLiMaError(ValueError):
+class NoLiMaError(LongCtxError, ValueError):
     """Bad NoLiMa input (configuration, needle set, haystack, predictions)."""
 
 

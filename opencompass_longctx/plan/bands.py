@@ -4,7 +4,8 @@ from typing import List, Optional, Sequence
 
 from opencompass_longctx.tables.tier_table import TIER_BANDS
 from opencompass_longctx.tiers import TierError, parse_tier
-class PlanError(ValueError):
+from opencompass_longctx.errors import LongCtxError
+class PlanError(LongCtxError, ValueError):
     """A run that cannot be planned (bad band list, shard count, cost-model entry)."""
 
 

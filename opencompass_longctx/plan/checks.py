@@ -47,17 +47,14 @@ def check_run(models: Sequence[Dict], datasets: Sequence[Dict]) -> List[Dict]:
 
 
 def dataset_problems(spec, d: Dict) -> List[str]:
-    """A dataset config's problems: its tokenizer, options its class no longer takes, and the data its spec checks
-    (a class that prepares its own data, such as the demo's, is not checked for it)."""
+    """A dataset config's problems: its tokenizer and the data its spec checks (a class that prepares its own data,
+    such as the demo's, is not checked for it)."""
     problems: List[str] = []
     try:
         problems.extend(check_tokenizer(d.get('tokenizer')))
     except Exception as e:  # noqa: BLE001 - every problem is reported, none stops the other checks
         problems.append(f'{type(e).__name__}: {e}')
-    cls = spec_class(d)
-    removed = getattr(cls, 'REMOVED_OPTIONS', {})
-    problems.extend(removed[k] for k in sorted(set(removed) & set(d)))
-    if not getattr(cls, 'PREPARES_DATA', False):
+    if not getattr(spec_class(d), 'PREPARES_DATA', False):
         problems.extend(spec.problems(d))
     return problems
 

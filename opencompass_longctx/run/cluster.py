@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
+from opencompass_longctx.errors import LongCtxError
 
 SLURM_FLAG_WARNING = (
     '[opencompass_longctx] opencompass --slurm replaces the config\'s infer and eval (partitioner, runner, task) with '
@@ -96,7 +97,7 @@ def requests(plan: Dict, runner_cfg: Optional[Dict]) -> List[Dict]:
 
 
 # ---------------------------------------------------------------------------------------------- sinfo
-class SinfoError(RuntimeError):
+class SinfoError(LongCtxError, RuntimeError):
     """``sinfo`` is on the PATH but did not answer (no controller reachable, ...)."""
 
 

@@ -36,7 +36,8 @@ from opencompass_longctx.run import resume_check
 
 from opencompass_longctx import combinations
 from opencompass_longctx import plan as P
-class RunCheckError(RuntimeError):
+from opencompass_longctx.errors import LongCtxError
+class RunCheckError(LongCtxError, RuntimeError):
     """Problems found before any task started (missing data, models or tokenizers)."""
 
 

@@ -23,12 +23,13 @@ import os
 import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
+from opencompass_longctx.errors import LongCtxError
 
 START_FRESH_ENV = 'LONGCTX_START_FRESH'
 SET_ASIDE = '.set-aside-'
 
 
-class NothingToResume(RuntimeError):
+class NothingToResume(LongCtxError, RuntimeError):
     """``-r`` names a directory that holds no earlier run."""
 
 

@@ -28,11 +28,12 @@ from opencompass.registry import TASKS
 from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 from opencompass.utils import (build_dataset_from_cfg, build_model_from_cfg, dataset_abbr_from_cfg,
                                get_infer_output_path, get_logger, model_abbr_from_cfg, task_abbr_from_cfg)
+from opencompass_longctx.errors import LongCtxError
 
 FAILED = 'longctx: dataset failed'
 
 
-class DatasetsFailed(RuntimeError):
+class DatasetsFailed(LongCtxError, RuntimeError):
     """Some datasets of a task failed (each is logged with its traceback); the others ran."""
 
 

@@ -38,6 +38,7 @@ from opencompass_longctx.summarizers.merge import MergedResults, ReportInputErro
 from opencompass_longctx.summarizers.intervals import value_key
 from opencompass_longctx.summarizers.table import _detail_value, effective_text, row_task_names
 from opencompass_longctx.summarizers.rows import bench_by_name
+from opencompass_longctx.errors import LongCtxError
 RESAMPLES = stats.RESAMPLES
 SEED = stats.SEED
 LEVEL = stats.LEVEL
@@ -45,7 +46,7 @@ _MARKERS = {OVER_LENGTH: 'over-length', ENGINE_TOO_SMALL: 'engine too small', EN
 DIRECTION = 'leader - model'
 
 
-class NotPaired(Exception):
+class NotPaired(LongCtxError):
     pass
 
 

@@ -42,13 +42,14 @@ from opencompass_longctx.summarizers.failures import Failure, find_failures
 from opencompass_longctx.summarizers.identity import compare as compare_identities, init_defaults as _init_defaults, model_identity
 from opencompass_longctx.summarizers.table import INCOMPARABLE, ModelInfo, Results, checked_reader  # noqa: F401 (INCOMPARABLE: the mark)
 from opencompass_longctx.summarizers.rows import classify
+from opencompass_longctx.errors import LongCtxError
 _STAMP = re.compile(r'^\d{8}_\d{6}$')
 # {(run directory, model abbr shown): the abbr the run wrote its files under}, for the models renamed with ``--as``:
 # read_predictions(run, shown abbr, dataset) is how the comparison reads a chosen result's predictions.
 _RENAMED: Dict[Tuple[str, str], str] = {}
 
 
-class ReportInputError(Exception):
+class ReportInputError(LongCtxError):
     """Bad input to the report: it names the run(s) and what to do."""
 
 

@@ -39,6 +39,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from opencompass_longctx.tokenizer.tiktoken_equivalent import TwinUnsupported, check_on_probe, twin_encoding
 from opencompass_longctx.util import sha256_file
+from opencompass_longctx.errors import LongCtxError
 DEFAULT_TOKENIZER = 'tiktoken:cl100k_base'
 GPT2_TOKENIZER = 'tiktoken:gpt2'
 QWEN2_TOKENIZER = 'tiktoken:qwen2'
@@ -69,7 +70,7 @@ QWEN2_ADDED_TOKENS = tuple((151643 + i, t, i < 14) for i, t in enumerate((
 ENDOFTEXT = '<|endoftext|>'
 
 
-class TokenizerError(RuntimeError):
+class TokenizerError(LongCtxError, RuntimeError):
     """The named tokenizer cannot be found or loaded."""
 
 

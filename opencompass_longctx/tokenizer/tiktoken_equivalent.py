@@ -9,11 +9,12 @@ used (and says so); this module knows nothing of names, caches or fingerprints.
 import json
 import re
 from typing import Dict, List, NamedTuple, Optional, Tuple
+from opencompass_longctx.errors import LongCtxError
 
 BYTELEVEL_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
 
-class TwinUnsupported(ValueError):
+class TwinUnsupported(LongCtxError, ValueError):
     """The Hugging Face tokenizer has a form a tiktoken twin cannot reproduce."""
 
 
