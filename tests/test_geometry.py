@@ -84,17 +84,20 @@ def test_mla_deepseek_v2_lite():
 
 def test_cost_model_uses_active_parameters():
     """plan.cost.task_seconds on a MoE engine: prefill with the active params, as G.prefill_flops."""
+    from dataclasses import replace
     from types import SimpleNamespace
+
+    from opencompass_longctx.models.sizing import EnginePlan
     cfg = published('qwen3-30b-a3b-instruct-2507')
     prof = dict(G.compute_profile(dict(cfg, active_params=3.3e9), 30.5e9), total_params=30.5e9)
-    engine = dict(tp=2, weights=61e9, layers=48, hidden=2048, kv_bytes_per_token=98304, max_batch_size=1,
-                  compute=prof)
+    engine = EnginePlan(session_len=100_000, tp=2, weights=61e9, layers=48, hidden=2048, kv_bytes_per_token=98304,
+                        max_batch_size=1, compute=prof)
     cm = C.cost_model(dict(output_fraction=0.0))
     ld = SimpleNamespace(tokens_per_row=100_000, ratio=None, rows=10, max_out_len=0)
     s = C.task_seconds([ld], engine, cm)
     flops = 2 * 312e12 * 0.4
     assert s['prefill'] == pytest.approx(10 * (2 * 3.3e9 * 1e5 + 2 * 48 * 4096 * 1e10) / flops)
-    dense = dict(engine, compute=None)    # the arithmetic of before: all 30.5e9 parameters
+    dense = replace(engine, compute=None)    # the arithmetic of before: all 30.5e9 parameters
     assert C.task_seconds([ld], dense, cm)['prefill'] == pytest.approx(
         10 * (2 * 30.5e9 * 1e5 + 2 * 48 * 2048 * 1e10) / flops)
 

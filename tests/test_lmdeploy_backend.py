@@ -93,16 +93,16 @@ def test_the_plan_sizes_the_engine_that_will_run(turbomind_missing, tmp_path, mo
     # planned on a machine without a GPU (a login node): TurboMind assumed for the GPU machine, and said
     monkeypatch.setattr(sizing, '_gpu_here', lambda: False)
     e = sizing.size_engine(model, 32768, gpu)
-    assert e['backend'] == 'turbomind' and 'assumed to load on the GPU machine' in e['backend_reason']
-    assert e['engine_reserve_gib'] == 0
+    assert e.backend == 'turbomind' and 'assumed to load on the GPU machine' in e.backend_reason
+    assert e.engine_reserve_gib == 0
     # planned on the GPU machine where TurboMind does not load: the PyTorch engine and its reserve
     monkeypatch.setattr(sizing, '_gpu_here', lambda: True)
     e = sizing.size_engine(model, 32768, gpu)
-    assert e['backend'] == 'pytorch' and turbomind_missing in e['backend_reason']
-    assert e['engine_reserve_gib'] > 0
+    assert e.backend == 'pytorch' and turbomind_missing in e.backend_reason
+    assert e.engine_reserve_gib > 0
     gpt = dict(shipped()['gpt-oss-20b'], path=model_dir(tmp_path, 'gpt-oss-20b'))
     e = sizing.size_engine(gpt, 32768, gpu)
-    assert e['verdict'] == 'bad backend' and 'mxfp4' in e['reason']
+    assert e.verdict == 'bad backend' and 'mxfp4' in e.reason
 
 
 def test_ray_isolated_per_task_unless_a_cluster_is_named():
@@ -130,9 +130,9 @@ def test_the_pytorch_engine_at_tp2_gets_its_own_ray(turbomind_missing, tmp_path,
                                 gpu_memory_gib=80, backend='pytorch')
     assert seen['RAY_ADDRESS'] == 'local'
     model = dict(shipped()['glm-4-9b-chat-1m'], path=model_dir(tmp_path, 'glm-4-9b-chat-1m'))
-    assert 'Ray: a private instance per task' in sizing.size_engine(model, 32768, dict(memory_gib=80))['backend_reason']
+    assert 'Ray: a private instance per task' in sizing.size_engine(model, 32768, dict(memory_gib=80)).backend_reason
     monkeypatch.setenv('RAY_ADDRESS', 'auto')
-    assert 'RAY_ADDRESS=auto' in sizing.size_engine(model, 32768, dict(memory_gib=80))['backend_reason']
+    assert 'RAY_ADDRESS=auto' in sizing.size_engine(model, 32768, dict(memory_gib=80)).backend_reason
 
 
 def test_sizing_from_the_memory_the_engine_sees(turbomind_missing, tmp_path, monkeypatch):
@@ -140,7 +140,7 @@ def test_sizing_from_the_memory_the_engine_sees(turbomind_missing, tmp_path, mon
     assert sizing.engine_memory_gib(GPUS['A100-80GB']) == pytest.approx(79.2 - CUDA_NOT_FREE_GIB)
     assert sizing.engine_memory_gib(GPUS['H200-141GB']) == pytest.approx(140.4 - CUDA_NOT_FREE_GIB)
     model = dict(shipped()['qwen2.5-7b-instruct'], path=model_dir(tmp_path, 'qwen2.5-7b-instruct'))
-    assert sizing.size_engine(model, 32768, GPUS['A100-80GB'])['gpu_memory_gib'] == pytest.approx(78.7)
+    assert sizing.size_engine(model, 32768, GPUS['A100-80GB']).gpu_memory_gib == pytest.approx(78.7)
     # at run time: what CUDA reports as free, not the card's total
     import torch
     monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)

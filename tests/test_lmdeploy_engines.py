@@ -114,11 +114,11 @@ def test_plan_sizes_glm_for_the_pytorch_engine():
     model = shipped()['glm-4-9b-chat-1m']
     gpu = P.cost_model()['gpu_spec']
     engine = P.size_engine(model, 1048576, gpu)
-    assert engine['backend'] == 'pytorch' and engine['engine_reserve_gib'] == pytest.approx(
+    assert engine.backend == 'pytorch' and engine.engine_reserve_gib == pytest.approx(
         (8192 + 2 * P.BATCH_CAP) * 151552 * 2 / GIB)
-    no_reserve = L.kv_plan(published('glm-4-9b-chat-1m'), engine['weights'], 1048576, 1, 2, 0.7, 0,
-                           engine['gpu_memory_gib'] * GIB)['budget']      # what CUDA leaves free at start
-    assert engine['kv_budget_gib_per_gpu'] * GIB == pytest.approx(no_reserve - 0.7 * engine['engine_reserve_gib'] * GIB)
+    no_reserve = L.kv_plan(published('glm-4-9b-chat-1m'), engine.weights, 1048576, 1, 2, 0.7, 0,
+                           engine.gpu_memory_gib * GIB)['budget']      # what CUDA leaves free at start
+    assert engine.kv_budget_gib_per_gpu * GIB == pytest.approx(no_reserve - 0.7 * engine.engine_reserve_gib * GIB)
 
 
 # ------------------------------------------------------------------------------- trust_remote_code

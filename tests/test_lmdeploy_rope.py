@@ -90,7 +90,7 @@ def test_rope_per_row_and_band_is_what_lmdeploy_computes(abbr, tmp_path):
         engine = recipe.band_engine_config(cfg, cfg['engine_config'])
         got = lmdeploy_rope(path, engine, backend)
         assert (got['type'], pytest.approx(got['factor']), got.get('original')) == (kind, factor, original), tier
-        stated = task.engine['rope']                              # what the plan prints for the band
+        stated = task.engine.rope                              # what the plan prints for the band
         assert stated['type'] == kind and stated.get('factor', 1.0) == factor and stated.get('original') == original
         if kind == 'yarn':                                         # TurboMind's YaRN attention scale for x4
             assert got['attention_factor'] == pytest.approx(0.1 * math.log(4.0) + 1.0)
@@ -145,7 +145,7 @@ def test_a_band_within_the_native_window_stops_at_it():
     model = shipped()['qwen2.5-7b-instruct']
     (task,) = P.make_plan([{'models': [model], 'datasets': [babilong('32k')]}])['tasks']
     assert task.model_cfg['engine_config']['session_len'] == task.model_cfg['max_seq_len'] == 32768
-    assert task.engine['rope'] == {'type': 'default'}
+    assert task.engine.rope == {'type': 'default'}
     assert 'hf_overrides' not in recipe.band_engine_config(task.model_cfg, task.model_cfg['engine_config'])
     (d,) = task.dataset_cfgs
     assert d['infer_cfg']['inferencer']['model_window'] == model['max_seq_len'] > 32768

@@ -58,9 +58,9 @@ def test_engines_are_sized_per_band(example):
         # the batch fits the KV budget of the declared GPU (80 GB), by the preflight's own arithmetic
         e = t.engine
         arch = P.model_geometry(m)['config']
-        assert e['kv_bytes_per_token'] == kv_bytes_per_token(arch)
+        assert e.kv_bytes_per_token == kv_bytes_per_token(arch)
         need = kv_bytes_per_token(arch, tp=ec['tp']) * ec['session_len'] * ec['max_batch_size']   # per GPU
-        assert need <= e['kv_budget_gib_per_gpu'] * P.GIB and e['verdict'] == 'fits'
+        assert need <= e.kv_budget_gib_per_gpu * P.GIB and e.verdict == 'fits'
         # the longest prompt of the band (tier x headroom + template + answer) fits the engine, unless the model's
         # own window is the limit
         assert ec['session_len'] == min(m['max_seq_len'], max(P.dataset_load(d, m['max_out_len']).need_tokens
@@ -72,10 +72,10 @@ def test_engines_are_sized_per_band(example):
     long_ = [t for t in P.make_plan(combos)['tasks'] if t.band == '128k-1m']
     # the short band of every model runs many sequences at once; the long band fewer (the hybrid model, whose
     # KV is a quarter of a dense one's, most: models.geometry)
-    assert min(t.engine['max_batch_size'] for t in short) >= 4
-    batch = {(t.model, t.band): t.engine['max_batch_size'] for t in P.make_plan(combos)['tasks']}
+    assert min(t.engine.max_batch_size for t in short) >= 4
+    batch = {(t.model, t.band): t.engine.max_batch_size for t in P.make_plan(combos)['tasks']}
     assert long_ and all(batch[(t.model, t.band)] <= batch[(t.model, '<= 32k')] for t in long_)
-    assert max(long_, key=lambda t: t.engine['max_batch_size']).model == 'qwen3-next-80b-a3b-instruct'
+    assert max(long_, key=lambda t: t.engine.max_batch_size).model == 'qwen3-next-80b-a3b-instruct'
 
 
 def test_cost_and_overhead_share(example):
@@ -220,7 +220,7 @@ def test_a_nested_config_json_is_sized_and_costed(tmp_path):
     model = _lmdeploy_model(path=str(d))
     cm = P.cost_model()
     engine = P.size_engine(model, 32768, cm['gpu_spec'])
-    assert engine['verdict'] == 'fits' and (engine['layers'], engine['hidden']) == (28, 3584)
+    assert engine.verdict == 'fits' and (engine.layers, engine.hidden) == (28, 3584)
     load = P.DatasetLoad('b', 'babilong', '32k', 32000, 10, 320000, False, 20, 32000)
     assert P.task_seconds([load], engine, cm)['costed']
 
@@ -229,8 +229,8 @@ def test_a_band_the_gpu_cannot_hold_says_so():
     model = _lmdeploy_model(abbr='qwen2.5-7b-instruct', max_seq_len=1100000)   # geometry from the model table
     plan = P.make_plan(_combo([model], [_babilong('1m')]), cost=dict(gpu='A100-80GB'))
     (t,) = plan['tasks']
-    assert t.engine['verdict'] == 'does not fit' and 'raise tp' in t.engine['reason']
-    assert t.engine['geometry'] == 'model table'
+    assert t.engine.verdict == 'does not fit' and 'raise tp' in t.engine.reason
+    assert t.engine.geometry == 'model table'
     md = P.to_markdown(P.summarize(plan))
     assert 'does not fit' in md and 'raise tp or quantise the KV cache' in md
     # a real run stops before any task (the preflight would stop this one after minutes of loading)

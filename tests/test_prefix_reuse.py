@@ -213,17 +213,21 @@ def test_a_cache_of_no_blocks_reuses_nothing():
 
 def test_the_cost_counts_only_the_tokens_after_the_cached_prefix_when_caching_is_on():
     from opencompass_longctx.models import geometry
+    from dataclasses import replace
+
+    from opencompass_longctx.models.sizing import EnginePlan
     from opencompass_longctx.plan.cost import cost_model, task_seconds
     from opencompass_longctx.plan.loads import DatasetLoad
     from opencompass_longctx.spec import all_specs
     cm = cost_model()
-    engine = dict(layers=28, weights=15e9, tp=1, hidden=3584, kv_bytes_per_token=57344, max_batch_size=8)
+    engine = EnginePlan(session_len=32768, layers=28, weights=15e9, tp=1, hidden=3584, kv_bytes_per_token=57344,
+                        max_batch_size=8)
     load = DatasetLoad('n', 'nolima', '32k', 32000, 100, 3_200_000, True, 64, 32000, reuse=0.65)
-    on = task_seconds([load], dict(engine, prefix_caching='on (full attention)'), cm)
-    off = task_seconds([load], dict(engine, prefix_caching='off (set in the model config)'), cm)
+    on = task_seconds([load], replace(engine, prefix_caching='on (full attention)'), cm)
+    off = task_seconds([load], replace(engine, prefix_caching='off (set in the model config)'), cm)
     assert off['prefill'] == off['prefill_without_reuse'] == on['prefill_without_reuse']
-    prof = geometry.dense_profile(engine['weights'] / 2.0, engine['layers'], engine['hidden'],
-                                  engine['kv_bytes_per_token'])
+    prof = geometry.dense_profile(engine.weights / 2.0, engine.layers, engine.hidden,
+                                  engine.kv_bytes_per_token)
     flops_per_s = cm['gpu_spec']['bf16_tflops'] * 1e12 * cm['prefill_mfu']
     expected = 100 * (geometry.prefill_flops(prof, 32000) - geometry.prefill_flops(prof, 0.65 * 32000)) / flops_per_s
     assert abs(on['prefill'] - expected) < 1e-6 * expected

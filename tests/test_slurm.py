@@ -19,6 +19,7 @@ from cluster_runs import (LOCAL, SLURM, assert_resumed_predictions, finish, inte
                           tier_table)
 from conftest import assert_clean_logs, run_opencompass  # noqa: E402
 from opencompass_longctx.run import cluster  # noqa: E402
+from opencompass_longctx.models.sizing import EnginePlan  # noqa: E402
 
 pytest_plugins = ['slurm_cluster', 'cluster_runs']
 JOB_RECORD_WAIT_S = 30
@@ -112,7 +113,7 @@ def test_a_cancelled_job_resumes_from_its_saved_batches(tmp_path, slurm_cluster,
 
 
 def _plan(*gpus):
-    return {'tasks': [SimpleNamespace(model=f'm{i}', band='<= 32k', shard=0, shards=1, gpus=g, engine={'tp': g})
+    return {'tasks': [SimpleNamespace(model=f'm{i}', band='<= 32k', shard=0, shards=1, gpus=g, engine=EnginePlan(session_len=32768, tp=g))
                       for i, g in enumerate(gpus)]}
 
 
@@ -121,6 +122,7 @@ def test_the_plan_checks_the_partition_and_its_gpus_with_sinfo(slurm_cluster, mo
         monkeypatch.setenv(k, v)
     runner = {'type': 'SlurmRunner', 'partition': 'longctx', 'qos': 'normal'}
     reqs = cluster.requests(_plan(0, 2, 4), runner)
+    assert [r['tp'] for r in reqs] == [0, 2, 4]                  # each task's engine
     assert [r['srun'] for r in reqs] == ['srun -p longctx --qos=normal -N1 -u',
                                          'srun -p longctx --qos=normal --gres=gpu:2 -N1 -u',
                                          'srun -p longctx --qos=normal --gres=gpu:4 -N1 -u']

@@ -4,12 +4,56 @@ runtime preflight of :mod:`opencompass_longctx.models.lmdeploy` applies (the sam
 :func:`size_engine` gives ``max_batch_size`` for a ``session_len`` on the declared GPU and its verdict (fits,
 does not fit, unchecked without a geometry, bad backend). The model's geometry is its ``config.json`` where the
 directory is here, else the one the shipped model table declares."""
+import dataclasses
 import os
+from dataclasses import dataclass
 from typing import Dict, Optional
 
 from opencompass_longctx.models import geometry
 GIB = 1024 ** 3
 BATCH_CAP = 64             # largest max_batch_size the planner gives an engine
+
+
+@dataclass
+class EnginePlan:
+    """The engine the plan gives one inference task: its size, its verdict, and what the cost model reads.
+
+    ``verdict``: 'fits', 'does not fit' (``reason`` says why), 'unchecked' (no geometry) or 'bad backend'. The
+    sizes are left None where the verdict stopped the arithmetic. :func:`size_engine` fills the engine's part, the
+    planner the band's (``headroom``, ``token_ratio_measured``, ``rope``, ``caveats``)."""
+    session_len: int
+    tp: int
+    geometry: Optional[str] = None          # where the geometry came from: 'config.json' or 'model table'
+    backend: Optional[str] = None           # 'turbomind' or 'pytorch' (models.lmdeploy.serving_backend)
+    backend_reason: Optional[str] = None
+    prefix_caching: Optional[str] = None    # 'on (...)' or 'off (...)' (models.prefix_caching.describe)
+    max_batch_size: int = 1
+    verdict: str = 'unchecked'
+    reason: Optional[str] = None
+    gpu_memory_gib: Optional[float] = None
+    weights: Optional[float] = None         # bytes of the weights
+    weights_gib: Optional[float] = None
+    kv_bytes_per_token: Optional[float] = None
+    kv_gib_per_seq_per_gpu: Optional[float] = None
+    kv_budget_gib_per_gpu: Optional[float] = None
+    state_gib_per_seq_per_gpu: Optional[float] = None
+    engine_reserve_gib: Optional[float] = None
+    layers: Optional[int] = None
+    hidden: Optional[int] = None
+    layer_types: Optional[str] = None       # models.geometry.describe
+    compute: Optional[Dict] = None          # models.geometry.compute_profile, with total_params
+    headroom: Optional[float] = None        # the band's largest tokenizer headroom (plan.loads)
+    token_ratio_measured: Optional[bool] = None
+    rope: Optional[Dict] = None             # models.recipe.effective_rope at session_len
+    caveats: Optional[Dict] = None          # {tier: caveat marks} (models.recipe.caveats)
+
+    @property
+    def prefix_cached(self) -> bool:
+        return str(self.prefix_caching or '').startswith('on')
+
+    def as_dict(self) -> Dict:
+        """The plan file's form: the fields that are set."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
 
 
 def is_lmdeploy(model_cfg) -> bool:
@@ -72,8 +116,12 @@ def engine_memory_gib(gpu: Dict) -> float:
     return float(gpu.get('visible_memory_gib') or gpu['memory_gib']) - CUDA_NOT_FREE_GIB
 
 
-def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) -> Dict:
+def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) -> EnginePlan:
     """max_batch_size for ``session_len`` from the KV-cache arithmetic (the runtime preflight's), and its verdict."""
+    return EnginePlan(**_sized(model_cfg, session_len, gpu, cap))
+
+
+def _sized(model_cfg, session_len: int, gpu: Dict, cap: int) -> Dict:
     from opencompass_longctx.models.engine import (KV_BYTES, LMDeployConfigError, engine_reserve_bytes, kv_bytes_per_token,
                                                    kv_geometry, kv_plan, weight_bytes)
     from opencompass_longctx.models.geometry import text_config

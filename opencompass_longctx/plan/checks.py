@@ -99,10 +99,10 @@ def engine_problems(plan: Dict) -> List[Dict]:
     """Bands whose engine cannot hold one sequence on the declared GPU: the preflight would stop those tasks."""
     found: Dict[str, List[str]] = {}
     for t in plan['tasks']:
-        if t.engine and t.engine['verdict'] == 'bad backend':
-            found.setdefault(f"{t.model}: {t.engine['reason']}", []).append(t.model)
-        elif t.engine and t.engine['verdict'] == 'does not fit':
-            found.setdefault(f"the {t.band} engine of {t.model} does not fit the GPU: {t.engine['reason']}",
+        if t.engine and t.engine.verdict == 'bad backend':
+            found.setdefault(f"{t.model}: {t.engine.reason}", []).append(t.model)
+        elif t.engine and t.engine.verdict == 'does not fit':
+            found.setdefault(f"the {t.band} engine of {t.model} does not fit the GPU: {t.engine.reason}",
                              []).append(t.model)
     return [{'problem': p, 'where': w} for p, w in found.items()]
 

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
-from opencompass_longctx.models.sizing import BATCH_CAP, is_lmdeploy, model_tokenizer, size_engine
+from opencompass_longctx.models.sizing import BATCH_CAP, EnginePlan, is_lmdeploy, model_tokenizer, size_engine
 from opencompass_longctx.combinations import without_run_options
 from opencompass_longctx.tiers import parse_tier, sort_tiers
 from opencompass_longctx.util import type_name
@@ -28,7 +28,7 @@ class TaskPlan:
     prompt_tokens: int
     exact: bool
     gpus: int
-    engine: Optional[Dict]
+    engine: Optional[EnginePlan]
     seconds: Dict[str, float]
     model_cfg: Dict = field(repr=False, default_factory=dict)
     dataset_cfgs: List = field(repr=False, default_factory=list)
@@ -131,15 +131,15 @@ def _task(model, abbr, band, shard, shards, group, cm, batch_cap) -> TaskPlan:
             # engine-sizing miss (ENGINE_TOO_SMALL, reported), never served unscaled beyond the native window
             session_len = int(model['native_window'])
         engine = size_engine(model, session_len, cm['gpu_spec'], batch_cap)
-        engine['headroom'] = max(ld.headroom for ld in loads)
-        engine['token_ratio_measured'] = all(ld.ratio is not None for ld in loads)
-        engine['rope'] = effective_rope(cfg, session_len)
-        engine['caveats'] = {ld.tier: caveats(model, ld.tier_tokens) for ld in loads if caveats(model, ld.tier_tokens)}
+        engine.headroom = max(ld.headroom for ld in loads)
+        engine.token_ratio_measured = all(ld.ratio is not None for ld in loads)
+        engine.rope = effective_rope(cfg, session_len)
+        engine.caveats = {ld.tier: caveats(model, ld.tier_tokens) for ld in loads if caveats(model, ld.tier_tokens)}
         ec = dict(cfg.get('engine_config') or {})
-        ec.update(session_len=session_len, max_batch_size=engine['max_batch_size'])
+        ec.update(session_len=session_len, max_batch_size=engine.max_batch_size)
         cfg['engine_config'] = ec
         cfg['max_seq_len'] = session_len
-        cfg['batch_size'] = engine['max_batch_size']
+        cfg['batch_size'] = engine.max_batch_size
         if model_max and session_len < model_max:   # a prompt the model holds but this engine does not is a miss
             group = [(_with_model_window(d, model_max), ld) for d, ld in group]
     gpus = int((model.get('run_cfg') or {}).get('num_gpus', 0))
@@ -168,15 +168,16 @@ def summarize(plan: Dict, problems: Sequence[str] = ()) -> Dict:
         b['exact'] = b['exact'] and t.exact
         b['tiers'].update(t.tiers)
         if t.engine:
-            b['session_len'] = max(b['session_len'] or 0, t.engine['session_len'])
-            b['max_batch_size'] = t.engine['max_batch_size']
-            b['verdict'] = t.engine['verdict']
-            b['reason'] = t.engine.get('reason', '')
-            m['backend'] = (t.engine.get('backend'), t.engine.get('backend_reason'))
-            m['prefix_caching'] = t.engine.get('prefix_caching')          # models.prefix_caching.describe
-            m['layer_types'] = (t.engine.get('layer_types'), t.engine.get('kv_bytes_per_token'))   # models.geometry
-            b['rope'] = t.engine.get('rope')
-            b['caveats'].update(t.engine.get('caveats') or {})
+            e = t.engine
+            b['session_len'] = max(b['session_len'] or 0, e.session_len)
+            b['max_batch_size'] = e.max_batch_size
+            b['verdict'] = e.verdict
+            b['reason'] = e.reason or ''
+            m['backend'] = (e.backend, e.backend_reason)
+            m['prefix_caching'] = e.prefix_caching
+            m['layer_types'] = (e.layer_types, e.kv_bytes_per_token)
+            b['rope'] = e.rope
+            b['caveats'].update(e.caveats or {})
         b['gpu_hours'] += t.gpu_hours
         m['tasks'] += 1
         m['engine_starts'] += 1

@@ -94,7 +94,8 @@ def _problem_line(p: Dict) -> str:
 def to_json(summary: Dict, plan: Dict) -> str:
     data = dict(summary)
     data['task_list'] = [{k: v for k, v in asdict(t).items() if k not in ('model_cfg', 'dataset_cfgs')}
-                         | {'gpu_hours': t.gpu_hours} for t in plan['tasks']]
+                         | {'engine': t.engine.as_dict() if t.engine else None, 'gpu_hours': t.gpu_hours}
+                         for t in plan['tasks']]
     return json.dumps(data, indent=1, sort_keys=True, default=str)
 
 
