@@ -93,7 +93,7 @@ NEEDED: Tuple[Tuple[str, str], ...] = (
 )
 # Released as source only (pure Python): built into wheels here.
 SDIST_ONLY = ('rouge-score', 'timeout-decorator', 'jieba')
-# The OpenAI vocabulary files the offline tokenizers read (opencompass_longctx.tokenizer.counting._TIKTOKEN_FILES).
+# The OpenAI vocabulary files the offline tokenizers read (opencompass_longctx.tokenizer.counting.TIKTOKEN_FILES).
 TIKTOKEN_BASES = ('p50k_base', 'cl100k_base')
 TURBOMIND_LIBRARY = re.compile(r'^lmdeploy/turbomind/(_turbomind[^/]*\.so|lib64/.*)$')
 
@@ -163,14 +163,14 @@ def copy_tiktoken_files(dest: str, cache: str = DEFAULT_CACHE) -> List[str]:
     finds one, else out of the ``litellm`` wheel (downloaded into ``cache``, not installed). Checked by sha256."""
     if ROOT not in sys.path:
         sys.path.insert(0, ROOT)        # run as bench/build_gpu_wheelhouse.py from a checkout not installed here
-    from opencompass_longctx.tokenizer.counting import _TIKTOKEN_FILES, TokenizerError, _find_tiktoken_file
+    from opencompass_longctx.tokenizer.counting import TIKTOKEN_FILES, TokenizerError, find_tiktoken_file
     os.makedirs(dest, exist_ok=True)
     out = []
     for base in TIKTOKEN_BASES:
-        fname, sha = _TIKTOKEN_FILES[base]
+        fname, sha = TIKTOKEN_FILES[base]
         target = os.path.join(dest, fname)
         try:
-            shutil.copy(_find_tiktoken_file(base), target)
+            shutil.copy(find_tiktoken_file(base), target)
         except TokenizerError:
             wheels = glob.glob(os.path.join(cache, 'litellm-1.83.0-*.whl'))
             if not wheels:

@@ -13,8 +13,8 @@ import os
 import shutil
 
 from opencompass_longctx.tokenizer.qwen_dir import recover_merges
-from opencompass_longctx.tokenizer.counting import _TIKTOKEN_FILES, _find_tiktoken_file, read_ranks
-from opencompass_longctx.tokenizer.tiktoken_equivalent import _bytes_decoder
+from opencompass_longctx.tokenizer.counting import TIKTOKEN_FILES, find_tiktoken_file, read_ranks
+from opencompass_longctx.tokenizer.tiktoken_equivalent import bytes_decoder
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIG = os.path.join(HERE, 'data', 'model_configs', 'gpt-oss-20b.json')
 STOP_IDS = [200002, 199999, 200012]     # <|return|>, <|endoftext|>, <|call|>: generation_config.json's eos ids
@@ -35,7 +35,7 @@ def harmony_env(directory: str) -> str:
     os.makedirs(directory, exist_ok=True)
     target = os.path.join(directory, 'o200k_base.tiktoken')
     if not os.path.isfile(target):
-        shutil.copyfile(_find_tiktoken_file('o200k_base'), target)
+        shutil.copyfile(find_tiktoken_file('o200k_base'), target)
     return directory
 
 
@@ -50,8 +50,8 @@ def build(out_dir: str, encodings_base: str) -> str:
         harmony = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
     finally:
         _restore('TIKTOKEN_ENCODINGS_BASE', old)
-    path = _find_tiktoken_file('o200k_base')
-    ranks = read_ranks(path, _TIKTOKEN_FILES['o200k_base'][1])
+    path = find_tiktoken_file('o200k_base')
+    ranks = read_ranks(path, TIKTOKEN_FILES['o200k_base'][1])
     old = os.environ.get('TIKTOKEN_CACHE_DIR')
     os.environ['TIKTOKEN_CACHE_DIR'] = os.path.dirname(path)
     try:
@@ -62,7 +62,7 @@ def build(out_dir: str, encodings_base: str) -> str:
         config = json.load(f)
     config.setdefault('transformers_version', '4.55.0.dev0')   # as published (transformers warns without it)
     specials = [(i, harmony.decode([i])) for i in range(FIRST_SPECIAL, int(config['vocab_size']))]
-    to_char = {b: c for c, b in _bytes_decoder().items()}
+    to_char = {b: c for c, b in bytes_decoder().items()}
 
     def s(b: bytes) -> str:
         return ''.join(to_char[x] for x in b)

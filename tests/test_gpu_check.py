@@ -654,11 +654,11 @@ def test_tiktoken_files_taken_from_the_litellm_wheel(tmp_path, monkeypatch):
     from opencompass_longctx.tokenizer import counting as T
     data = {b: f'{b} ranks\n'.encode() for b in W.TIKTOKEN_BASES}
     for b in W.TIKTOKEN_BASES:
-        monkeypatch.setitem(T._TIKTOKEN_FILES, b, (f'sha1-of-{b}', hashlib.sha256(data[b]).hexdigest()))
+        monkeypatch.setitem(T.TIKTOKEN_FILES, b, (f'sha1-of-{b}', hashlib.sha256(data[b]).hexdigest()))
 
     def not_found(base):
         raise T.TokenizerError(base)
-    monkeypatch.setattr(T, '_find_tiktoken_file', not_found)
+    monkeypatch.setattr(T, 'find_tiktoken_file', not_found)
     cache = tmp_path / 'cache'
     cache.mkdir()
     with zipfile.ZipFile(cache / 'litellm-1.83.0-py3-none-any.whl', 'w') as z:
@@ -667,7 +667,7 @@ def test_tiktoken_files_taken_from_the_litellm_wheel(tmp_path, monkeypatch):
     assert W.copy_tiktoken_files(str(tmp_path / 'tiktoken'), str(cache)) == list(W.TIKTOKEN_BASES)
     for b in W.TIKTOKEN_BASES:
         assert (tmp_path / 'tiktoken' / f'sha1-of-{b}').read_bytes() == data[b]
-    monkeypatch.setitem(T._TIKTOKEN_FILES, 'p50k_base', ('sha1-of-p50k_base', '0' * 64))
+    monkeypatch.setitem(T.TIKTOKEN_FILES, 'p50k_base', ('sha1-of-p50k_base', '0' * 64))
     with pytest.raises(SystemExit, match='sha256 differs'):
         W.copy_tiktoken_files(str(tmp_path / 'tiktoken2'), str(cache))
 

@@ -149,10 +149,10 @@ def harmony_vocabulary(cfg: Dict) -> Optional[str]:
     import shutil
 
     from opencompass_longctx.cache import cache_root
-    from opencompass_longctx.tokenizer.counting import _TIKTOKEN_FILES, _find_tiktoken_file
+    from opencompass_longctx.tokenizer.counting import TIKTOKEN_FILES, find_tiktoken_file
     from opencompass_longctx.util import sha256_file
-    source = _find_tiktoken_file('o200k_base')
-    if sha256_file(source) != _TIKTOKEN_FILES['o200k_base'][1]:
+    source = find_tiktoken_file('o200k_base')
+    if sha256_file(source) != TIKTOKEN_FILES['o200k_base'][1]:
         raise LMDeployConfigError(f'{source} is not the o200k_base vocabulary openai_harmony expects (sha256 '
                                   'mismatch): reinstall litellm, or set TIKTOKEN_ENCODINGS_BASE to a directory '
                                   'holding o200k_base.tiktoken')

@@ -6,11 +6,11 @@ from typing import Dict, List, Optional
 
 from opencompass_longctx.models.recipe import CAVEAT_MARK
 from opencompass_longctx.combinations import left_out_lines
-def _count(n: int, noun: str) -> str:
+def count_text(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _fmt_tokens(n: int) -> str:
+def fmt_tokens(n: int) -> str:
     return f'{n / 1e9:.2f}B' if n >= 1e9 else f'{n / 1e6:.1f}M' if n >= 1e6 else f'{n / 1e3:.1f}k' if n >= 1e3 else str(n)
 
 
@@ -24,14 +24,14 @@ def to_markdown(summary: Dict) -> str:
             'GPU cost not estimated: no LMDeploy model with a known geometry in this run (other models are only '
             'grouped by band).')
     lines = ['# Run plan', '',
-             f"{_count(summary['tasks'], 'inference task')}, {_count(summary['engine_starts'], 'model load')} "
+             f"{count_text(summary['tasks'], 'inference task')}, {count_text(summary['engine_starts'], 'model load')} "
              f"(engine starts). " + cost, '',
              '| model | band | tiers | tasks | engine starts | GPUs/task | datasets | samples | prompt tokens '
              '| session_len | max_batch_size | preflight | GPU-hours |',
              '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
     for model, m in summary['models'].items():
         for band, b in m['bands'].items():
-            tok = _fmt_tokens(b['prompt_tokens']) + ('' if b['exact'] else ' (est.)')
+            tok = fmt_tokens(b['prompt_tokens']) + ('' if b['exact'] else ' (est.)')
             cost = f"{b['gpu_hours']:.2f}" if m['lmdeploy'] else '-'
             marked = [t + (CAVEAT_MARK if t in b['caveats'] else '') for t in b['tiers']]
             lines.append(f"| {model} | {band} | {', '.join(marked)} | {b['tasks']} | {b['engine_starts']} | "

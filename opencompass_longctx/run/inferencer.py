@@ -155,13 +155,13 @@ def issue_order(retriever, ice_template=None, prompt_template=None, replace_toke
     prompt's text, rendered as GenInferencer renders it (retriever and prompt template; the model's meta template
     adds the same text to every prompt, so it does not change the order)."""
     from opencompass_longctx.prefix_reuse import reuse_order
-    from opencompass_longctx.run.resume_check import _pieces
+    from opencompass_longctx.run.resume_check import prompt_pieces
     texts = []
     for idx, ice_idx in enumerate(retriever.retrieve()):
         ice = retriever.generate_ice(ice_idx, ice_template=ice_template)
         prompt = retriever.generate_prompt_for_generate_task(idx, ice, gen_field_replace_token=replace_token,
                                                              ice_template=ice_template, prompt_template=prompt_template)
-        texts.append('\n'.join(_pieces(prompt)))
+        texts.append('\n'.join(prompt_pieces(prompt)))
     return reuse_order(texts)
 
 

@@ -15,7 +15,7 @@ import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from opencompass_longctx import plan as P
-from opencompass_longctx.plan.render import _count, _fmt_tokens
+from opencompass_longctx.plan.render import count_text, fmt_tokens
 def tmp_path(prediction_path: str) -> str:
     """OpenCompass's file of saved batches beside a predictions file (``tmp_<name>.jsonl``)."""
     folder, name = os.path.split(prediction_path)
@@ -165,9 +165,9 @@ def to_markdown(summary: Dict) -> str:
         return ''
     t = summary['total']
     lines = ['', '## Resumed run: done and left', '',
-             f"{_count(t['datasets_done'], 'model x dataset pair')} already predicted (not run again), "
-             f"{t['datasets_partial']} continuing from saved batches ({_count(t['saved_samples'], 'sample')}), "
-             f"{t['datasets_left']} left in {_count(t['tasks_left'], 'inference task')}.", '',
+             f"{count_text(t['datasets_done'], 'model x dataset pair')} already predicted (not run again), "
+             f"{t['datasets_partial']} continuing from saved batches ({count_text(t['saved_samples'], 'sample')}), "
+             f"{t['datasets_left']} left in {count_text(t['tasks_left'], 'inference task')}.", '',
              '| model | band | tasks left | datasets done | samples done (saved batches) | datasets left (partial) '
              '| samples left | prompt tokens left | GPU-hours left |',
              '|---|---|---|---|---|---|---|---|---|']
@@ -177,7 +177,7 @@ def to_markdown(summary: Dict) -> str:
         est = '' if exact else ' (est.)'
         return (f"| {name} | {band} | {r['tasks_left']} | {r['datasets_done']} | {r['samples_done']:,} "
                 f"({r['saved_samples']:,}) | {r['datasets_left']} ({r['datasets_partial']}) | {r['samples_left']:,} | "
-                f"{_fmt_tokens(r['prompt_tokens_left'])}{est} | {gpu} |")
+                f"{fmt_tokens(r['prompt_tokens_left'])}{est} | {gpu} |")
     lines += [row(r['model'], r['band'], r, r['exact']) for r in summary['bands']]
     lines.append(row('**all**', '', t, all(r['exact'] for r in summary['bands'])))
     if summary['partial']:

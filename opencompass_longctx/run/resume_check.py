@@ -64,7 +64,7 @@ def current_samples(dataset_cfg: Dict) -> List[Tuple[List[str], object]]:
         ice = retriever.generate_ice(ice_idx, ice_template=ice_template)
         prompt = retriever.generate_prompt_for_generate_task(idx, ice, gen_field_replace_token=replace,
                                                              ice_template=ice_template, prompt_template=prompt_template)
-        out.append((_pieces(prompt), None if golds is None else golds[idx]))
+        out.append((prompt_pieces(prompt), None if golds is None else golds[idx]))
     return out
 
 
@@ -84,7 +84,7 @@ def reuse_issue_order(current: List[Tuple[List[str], object]]) -> List[int]:
     return list(reuse_order(['\n'.join(pieces) for pieces, _ in current]))
 
 
-def _pieces(prompt) -> List[str]:
+def prompt_pieces(prompt) -> List[str]:
     """The text of a prompt: a string, or each message of a PromptList / chat list (section markers skipped)."""
     if isinstance(prompt, str):
         return [prompt]
@@ -149,7 +149,7 @@ def mismatch(saved: Dict[str, Dict], current: List[Tuple[List[str], object]], fi
         if 'gold' in entry and gold is not None and entry['gold'] != _plain(gold):
             return f'sample {key}: the saved gold answer differs from the current dataset\'s'
         origin = entry.get('origin_prompt')
-        if origin is None or not _contains_in_order(_pieces(origin) if not isinstance(origin, str) else [origin],
+        if origin is None or not _contains_in_order(prompt_pieces(origin) if not isinstance(origin, str) else [origin],
                                                     pieces):
             return f'sample {key}: the saved prompt differs from the current dataset\'s (another prompt or config)'
     first = [str(i) for i in (range(n) if order is None else order)][:len(saved)]

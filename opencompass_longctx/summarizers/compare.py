@@ -34,9 +34,9 @@ import numpy as np
 from opencompass_longctx.overlength import ENGINE_ERROR, ENGINE_TOO_SMALL, OVER_LENGTH
 from opencompass_longctx.tiers import parse_tier
 from opencompass_longctx.summarizers import paired_tests as stats
-from opencompass_longctx.summarizers.merge import MergedResults, ReportInputError, _sha, per_model_copy, prompt_text, read_predictions
-from opencompass_longctx.summarizers.intervals import value_key
-from opencompass_longctx.summarizers.table import _detail_value, effective_text, row_task_names
+from opencompass_longctx.summarizers.merge import MergedResults, ReportInputError, content_sha, per_model_copy, prompt_text, read_predictions
+from opencompass_longctx.summarizers.intervals import detail_value, value_key
+from opencompass_longctx.summarizers.table import effective_text, row_task_names
 from opencompass_longctx.summarizers.rows import bench_by_name
 from opencompass_longctx.errors import LongCtxError
 RESAMPLES = stats.RESAMPLES
@@ -114,20 +114,20 @@ def units(results: MergedResults, model: str, abbr: str, metric: str, detail_fil
     for i, d in enumerate(details):
         pred = preds[i].get('prediction') if preds else None
         status = _MARKERS.get(pred) if isinstance(pred, str) else None
-        status = status or ('over-length' if _detail_value(d, 'over_length') else 'scored')
-        gold = preds[i].get('gold') if preds else _detail_value(d, 'answer')
+        status = status or ('over-length' if detail_value(d, 'over_length') else 'scored')
+        gold = preds[i].get('gold') if preds else detail_value(d, 'answer')
         if per_model_copy(abbr) or not preds:
-            ident = _sha([i, gold])
+            ident = content_sha([i, gold])
         else:
-            ident = _sha([prompt_text(preds[i].get('origin_prompt')), gold])
-        v = _detail_value(d, key)
+            ident = content_sha([prompt_text(preds[i].get('origin_prompt')), gold])
+        v = detail_value(d, key)
         value = float(v) if status == 'scored' and isinstance(v, (bool, int, float)) else None
-        group = _detail_value(d, 'sample') if status == 'scored' else None
+        group = detail_value(d, 'sample') if status == 'scored' else None
         cluster = (_cluster(bench, task, d, i, f'{model}/{abbr}') if status == 'scored' and bench is not None
                    else None)
         rows.append(dict(ident=ident, value=value, status=status, group=(i,) if group is None else ('s', group),
                          cluster=cluster,
-                         keep=not detail_filter or _detail_value(d, detail_filter[0]) == detail_filter[1]))
+                         keep=not detail_filter or detail_value(d, detail_filter[0]) == detail_filter[1]))
     for collapse in (True, False):
         out, seen = [], {}
         groups: Dict[tuple, List[dict]] = {}

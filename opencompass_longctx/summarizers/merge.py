@@ -150,7 +150,7 @@ def load_run(work_dir: str) -> Run:
 
 
 # ---------------------------------------------------------------------------------------------- fingerprints
-def _sha(obj) -> str:
+def content_sha(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()[:16]
 
 
@@ -208,7 +208,7 @@ def scoring_mode(dataset_cfg: Optional[dict]) -> Tuple[str, str]:
     if isinstance(eval_cfg.get('evaluator'), dict):
         eval_cfg['evaluator'] = _filled(eval_cfg['evaluator'])
     text = json.dumps(eval_cfg, sort_keys=True, default=str)
-    return _sha(text), text
+    return content_sha(text), text
 
 
 def fingerprint(run: Run, model: str, abbr: str) -> Optional[Fingerprint]:
@@ -220,7 +220,7 @@ def fingerprint(run: Run, model: str, abbr: str) -> Optional[Fingerprint]:
     if preds is None:
         return Fingerprint(None, None, mode, mode_text, len(res.get('details') or []), problem)
     rows = [(prompt_text(p.get('origin_prompt')), p.get('gold')) for p in preds]
-    return Fingerprint(_sha(rows), _sha([g for _, g in rows]), mode, mode_text, len(rows))
+    return Fingerprint(content_sha(rows), content_sha([g for _, g in rows]), mode, mode_text, len(rows))
 
 
 def per_model_copy(abbr: str) -> bool:

@@ -46,7 +46,7 @@ QWEN2_TOKENIZER = 'tiktoken:qwen2'
 
 # sha1(url) file names used by tiktoken's cache (and by litellm's bundled copy), and the sha256 of the
 # file contents that tiktoken itself expects for them.
-_TIKTOKEN_FILES = {
+TIKTOKEN_FILES = {
     'p50k_base': ('ec7223a39ce59f226a68acc30dc1af2788490e15',
                   '94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069'),
     'cl100k_base': ('9b5ad71b2ce5302211f9c61530b329a4922fc6a4',
@@ -85,8 +85,8 @@ def _tiktoken_search_dirs() -> List[str]:
     return dirs
 
 
-def _find_tiktoken_file(base: str) -> str:
-    fname, _ = _TIKTOKEN_FILES[base]
+def find_tiktoken_file(base: str) -> str:
+    fname, _ = TIKTOKEN_FILES[base]
     for d in _tiktoken_search_dirs():
         p = os.path.join(d, fname)
         if os.path.isfile(p):
@@ -284,14 +284,14 @@ def _load_tiktoken(name: str) -> Tokenizer:
     enc_name = name.split(':', 1)[1]
     enc_name = 'gpt2' if enc_name == 'r50k_base' else enc_name
     if enc_name == 'gpt2':
-        path = _find_tiktoken_file('p50k_base')
+        path = find_tiktoken_file('p50k_base')
     elif enc_name == 'qwen2':
         path = qwen_vocab_file()
-    elif enc_name in _TIKTOKEN_FILES:
-        path = _find_tiktoken_file(enc_name)
+    elif enc_name in TIKTOKEN_FILES:
+        path = find_tiktoken_file(enc_name)
     else:
         raise TokenizerError(f'unknown tiktoken encoding {enc_name!r}; known: gpt2, r50k_base, qwen2, '
-                             f'{", ".join(_TIKTOKEN_FILES)}')
+                             f'{", ".join(TIKTOKEN_FILES)}')
     fp = hashlib.sha256(f'tiktoken:{enc_name}:{sha256_file(path)}'.encode()).hexdigest()
     return Tokenizer(f'tiktoken:{enc_name}', 'tiktoken', fp, spec=(name, True),
                      lazy=functools.partial(_open_tiktoken, enc_name, path, fp, name))
@@ -303,7 +303,7 @@ def _open_tiktoken(enc_name: str, path: str, fp: str, name: str) -> Tokenizer:
     nfc = False
     if enc_name == 'gpt2':
         # GPT-2 (= r50k_base) is p50k_base without the 24 whitespace-run tokens appended after rank 50255.
-        ranks = {t: r for t, r in read_ranks(path, _TIKTOKEN_FILES['p50k_base'][1]).items() if r < 50256}
+        ranks = {t: r for t, r in read_ranks(path, TIKTOKEN_FILES['p50k_base'][1]).items() if r < 50256}
         enc = tiktoken.Encoding(name='longctx_gpt2', pat_str=openai_public.r50k_pat_str, mergeable_ranks=ranks,
                                 special_tokens={ENDOFTEXT: 50256})
     elif enc_name == 'qwen2':

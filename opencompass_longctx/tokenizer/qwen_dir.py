@@ -16,7 +16,7 @@ import sys
 from typing import Dict, List, Tuple
 
 from opencompass_longctx.tokenizer.counting import QWEN2_ADDED_TOKENS, QWEN2_PATTERN, QWEN_VOCAB, qwen_vocab_file, read_ranks
-from opencompass_longctx.tokenizer.tiktoken_equivalent import _bytes_decoder
+from opencompass_longctx.tokenizer.tiktoken_equivalent import bytes_decoder
 QWEN25_CHAT_TEMPLATE = (
     "{%- if tools %}\n"
     "    {{- '<|im_start|>system\\n' }}\n"
@@ -105,7 +105,7 @@ def recover_merges(ranks: Dict[bytes, int]) -> List[Tuple[bytes, bytes]]:
 def build(out_dir: str) -> str:
     """Write tokenizer.json, tokenizer_config.json, vocab.json and merges.txt to ``out_dir``; return it."""
     ranks = read_ranks(qwen_vocab_file(), QWEN_VOCAB[2])
-    to_char = {b: c for c, b in _bytes_decoder().items()}
+    to_char = {b: c for c, b in bytes_decoder().items()}
 
     def s(b: bytes) -> str:
         return ''.join(to_char[x] for x in b)

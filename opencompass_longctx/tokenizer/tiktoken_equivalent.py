@@ -18,7 +18,7 @@ class TwinUnsupported(LongCtxError, ValueError):
     """The Hugging Face tokenizer has a form a tiktoken twin cannot reproduce."""
 
 
-def _bytes_decoder() -> Dict[str, int]:
+def bytes_decoder() -> Dict[str, int]:
     """Hugging Face ByteLevel's character -> byte table (GPT-2's bytes_to_unicode, inverted)."""
     bs = list(range(ord('!'), ord('~') + 1)) + list(range(ord('¡'), ord('¬') + 1)) + list(range(ord('®'), 256))
     cs, n = bs[:], 0
@@ -94,7 +94,7 @@ def twin_parts(spec: Dict):
         if a.get('normalized') and nfc:
             raise TwinUnsupported(f"normalised added token {a['content']!r}")
         added[a['content']] = int(a['id'])
-    table = _bytes_decoder()
+    table = bytes_decoder()
     to_latin1 = {ord(c): b for c, b in table.items()}
     vocab = model['vocab']
     added_ids = set(added.values())
