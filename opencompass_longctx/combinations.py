@@ -22,7 +22,7 @@ from opencompass_longctx.spec import spec_of
 from opencompass_longctx.tiers import parse_tier
 from opencompass_longctx.errors import LongCtxError
 MODEL_TOKENIZER = 'model'
-RUN_OPTIONS = ('max_tier', 'thinks')     # model-config keys read here, not by the model class
+RUN_OPTIONS = ('max_tier', 'thinks', 'declared_geometry')   # model-config keys read by the harness, not the model class
 
 
 class SelectionError(LongCtxError, ValueError):

@@ -226,7 +226,11 @@ def test_a_nested_config_json_is_sized_and_costed(tmp_path):
 
 
 def test_a_band_the_gpu_cannot_hold_says_so():
-    model = _lmdeploy_model(abbr='qwen2.5-7b-instruct', max_seq_len=1100000)   # geometry from the model table
+    from opencompass_longctx.tables.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
+    (row,) = [r for r in LONGCTX_LMDEPLOY_MODELS if r['abbr'] == 'qwen2.5-7b-instruct']
+    model = _lmdeploy_model(abbr='qwen2.5-7b-instruct', max_seq_len=1100000,
+                            declared_geometry=dict(arch=row['arch']))   # the table's geometry, as the config carries it
+    assert P.size_engine(dict(model, declared_geometry=None), 1100000, dict(memory_gib=80)).verdict == 'unchecked'
     plan = P.make_plan(_combo([model], [_babilong('1m')]), cost=dict(gpu='A100-80GB'))
     (t,) = plan['tasks']
     assert t.engine.verdict == 'does not fit' and 'raise tp' in t.engine.reason

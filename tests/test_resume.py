@@ -79,7 +79,7 @@ def test_left_gpu_hours_of_an_lmdeploy_plan(tmp_path):
     from opencompass_longctx.tables.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
     row = LONGCTX_LMDEPLOY_MODELS[0]
     model = {'abbr': row['abbr'], 'path': f"models/{row['abbr']}", 'engine_config': {'tp': 2},
-             'max_seq_len': 40000, 'max_out_len': 64, 'run_cfg': {'num_gpus': 2}}
+             'max_seq_len': 40000, 'max_out_len': 64, 'run_cfg': {'num_gpus': 2}, 'declared_geometry': {'arch': row['arch']}}
 
     def nolima(tier, pairs):
         return dict(NOLIMA_BASE[0], tier=tier, abbr=f'nolima_main_{tier}', pairs=pairs, haystacks=[0],

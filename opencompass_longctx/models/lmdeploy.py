@@ -228,8 +228,9 @@ class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
                  gpu_memory_gib: Optional[float] = None, continue_final_message: bool = True,
                  trust_remote_code: bool = False, native_window: Optional[int] = None,
                  long_context: Optional[Dict] = None, rope: Optional[Dict] = None, caveats=None,
-                 max_tier: Optional[str] = None, prefix_caching: Optional[bool] = None, **kwargs):
-        # max_tier: the largest tier the run gives this model (opencompass_longctx.combinations reads it)
+                 max_tier: Optional[str] = None, prefix_caching: Optional[bool] = None, declared_geometry=None,
+                 **kwargs):
+        # max_tier, declared_geometry: read by the harness (opencompass_longctx.combinations, models.sizing)
         engine_config = dict(engine_config or {})
         if max_seq_len and 'session_len' not in engine_config:
             engine_config['session_len'] = max_seq_len

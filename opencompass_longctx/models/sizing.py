@@ -60,24 +60,20 @@ def is_lmdeploy(model_cfg) -> bool:
     return 'engine_config' in model_cfg
 
 
-def _table_row(model_cfg) -> Optional[Dict]:
-    from opencompass_longctx.tables.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
-    for row in LONGCTX_LMDEPLOY_MODELS:
-        if row['abbr'] == model_cfg.get('abbr'):
-            return row
-    return None
+def declared_geometry(model_cfg) -> Dict:
+    """What the model config declares for sizing before the model is downloaded (``declared_geometry``: the model
+    table's ``arch``, ``checkpoint_bytes``, ``active_params``; configs/models/lmdeploy_longctx.py writes it)."""
+    return dict(model_cfg.get('declared_geometry') or {})
 
 
 def model_geometry(model_cfg) -> Dict:
-    """config.json of the model directory, else the geometry the shipped model table declares, else {}."""
+    """config.json of the model directory, else the geometry the model config declares, else {}."""
     from opencompass_longctx.models.engine import read_model_config
     path = model_cfg.get('path')
     if path and os.path.isfile(os.path.join(path, 'config.json')):
         return {'config': read_model_config(path), 'source': 'config.json'}
-    row = _table_row(model_cfg)
-    if row and row.get('arch'):
-        return {'config': dict(row['arch']), 'source': 'model table'}
-    return {}
+    arch = declared_geometry(model_cfg).get('arch')
+    return {'config': dict(arch), 'source': 'model table'} if arch else {}
 
 
 def _gpu_here() -> bool:
@@ -148,9 +144,9 @@ def _sized(model_cfg, session_len: int, gpu: Dict, cap: int) -> Dict:
         return out
     cfg = geo['config']
     path = model_cfg.get('path') or ''
-    row = _table_row(model_cfg) or {}
+    declared = declared_geometry(model_cfg)
     weights = weight_bytes(path, cfg) if os.path.isdir(path) else float(
-        row.get('checkpoint_bytes') or 2.0 * float(cfg.get('params', 0) or 0))
+        declared.get('checkpoint_bytes') or 2.0 * float(cfg.get('params', 0) or 0))
     if not weights:
         weights = weight_bytes('', cfg)
     kvpt = kv_bytes_per_token(cfg, int(ec.get('quant_policy', 0)))
@@ -165,14 +161,14 @@ def _sized(model_cfg, session_len: int, gpu: Dict, cap: int) -> Dict:
     # cme x slot), slot = one sequence's fixed state (0 without linear-attention layers: budget // per_seq)
     slot = one['state'] / geometry.state_slots(1)
     fit = int((budget + cme * slot) // (per_seq + cme * slot)) if per_seq else cap
-    # total parameters: the declared count; for a downloaded dense model weights / 2 as before; a row with
+    # total parameters: the declared count; for a downloaded dense model weights / 2 as before; a model with
     # active_params (MoE, quantised experts) keeps its declared total, which the checkpoint size cannot give
-    params = float(cfg.get('params') or (row['arch']['params'] if row.get('active_params') else 0)) or weights / 2
+    params = float(cfg.get('params') or (declared['arch']['params'] if declared.get('active_params') else 0)) or weights / 2
     out.update(weights_gib=weights / GIB, kv_bytes_per_token=kvpt, kv_gib_per_seq_per_gpu=per_seq / GIB,
                kv_budget_gib_per_gpu=budget / GIB, layers=kv_geometry(cfg)['layers'],
                hidden=text_config(cfg).get('hidden_size'), weights=weights, engine_reserve_gib=reserve / GIB,
                layer_types=geometry.describe(cfg), state_gib_per_seq_per_gpu=slot / GIB,
-               compute=dict(geometry.compute_profile(dict(cfg, active_params=row.get('active_params')), params,
+               compute=dict(geometry.compute_profile(dict(cfg, active_params=declared.get('active_params')), params,
                                                      KV_BYTES[int(ec.get('quant_policy', 0))]), total_params=params))
     if fit < 1:
         out.update(max_batch_size=1, verdict='does not fit',

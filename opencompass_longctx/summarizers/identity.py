@@ -16,7 +16,7 @@ import os
 from typing import Dict, List, Tuple
 
 # Keys that decide where and how fast a model runs, not what it answers.
-SCHEDULING = frozenset({'abbr', 'batch_size', 'run_cfg', 'max_num_workers', 'caveats'})
+SCHEDULING = frozenset({'abbr', 'batch_size', 'run_cfg', 'max_num_workers', 'caveats', 'declared_geometry'})
 NESTED_SCHEDULING = {
     'model_kwargs': {'device_map'},
     'engine_config': {'max_batch_size', 'cache_max_entry_count', 'tp', 'dp', 'device_num', 'max_prefill_token_num',

@@ -39,6 +39,8 @@ lmdeploy_longctx_models = [
         gen_config=dict(do_sample=False),
         max_seq_len=session_len,
         max_tier=m['max_tier'],   # the largest tier this model runs (read by LongCtxPartitioner, not the model)
+        # what the planner sizes the engine and costs the run with before the model is downloaded
+        declared_geometry={k: m[k] for k in ('arch', 'checkpoint_bytes', 'active_params') if k in m},
         thinks=m.get('thinks', False),   # a reasoning model: larger decoding budgets (opencompass_longctx.reasoning)
         max_out_len=MAX_OUT_LEN,
         batch_size=m['max_batch_size'],
