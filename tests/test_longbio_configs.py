@@ -47,10 +47,8 @@ def test_small_tiers_leave_out_the_cells_whose_needles_do_not_fit():
 
 @pytest.mark.parametrize('tier', ['3k', '3K', '0.5k', '1.5k', '3000', '192k', '2m', '1M', '1.5m', '0k', '0.0k'])
 def test_any_tier_a_user_copies_holds_the_cells_that_fit(tmp_path, tier):
-    """The tier files read their tier with builtins only (configs are plain data): the same tokens as
-    parse_tier with LongBioBench's 1k = 1024."""
+    """The tier files read their tier with tiers.parse_tier (LongBioBench's 1k = 1024), through cells.tier_cells."""
     cfg = tier_config(tmp_path, tier)
-    assert cfg['TIER_TOKENS'] == parse_tier(tier).tokens(1024)
     assert [d['cell'] for d in cfg['longbio_datasets']] == cells_that_fit(tier)
     assert [d['abbr'] for d in cfg['longbio_strict_datasets']] == [f'longbio_strict_{c}_{tier}'
                                                                     for c in cells_that_fit(tier)]

@@ -33,7 +33,7 @@ LONGBIO_DEFAULT_SHOTS = dict(standard=2, multi_standard=2, paraphrase=2, pronoun
 # So 1k holds the n <= 2 cells, 2k also multihop_5, 4k all but multi_standard_10, 8k and up
 # all 15. tests/test_longbio_configs.py::test_cell_needs_are_the_generators checks these numbers against the
 # generator and prints the new table when a change of the tokenizer, pools, templates or prompts moves them.
-# Tier configs keep the cells whose need fits; summary groups average the cells a tier holds. With another data
+# Tier configs keep the cells whose need fits (longbio.cells.tier_cells); summary groups average the cells a tier holds. With another data
 # tokenizer, seed, more samples or reserve_tokens a borderline cell may not fit: its loader then raises a clear
 # error naming the tokens it needs.
 LONGBIO_NEED_TOKENIZER = 'tiktoken:qwen2'
@@ -42,5 +42,3 @@ LONGBIO_NEED_TOKENS = {
     'paraphrase': 527, 'pronoun': 447, 'calculation': 834, 'rank_2': 953, 'rank_5': 2129, 'multihop_2': 749,
     'multihop_5': 1773, 'twodiff': 883, 'citation_1': 525, 'citation_2': 895, 'idk': 519,
 }
-# Tokens per tier unit ('k', 'm'; a plain number is tokens): the configs' builtin-only reading of a tier name.
-LONGBIO_TIER_UNITS = {'k': 1024, 'm': 1024 * 1024}

@@ -14,7 +14,7 @@ Modes:
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS, LONGBIO_DEFAULT_SHOTS, LONGBIO_MODES
+from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS, LONGBIO_DEFAULT_SHOTS, LONGBIO_MODES, LONGBIO_NEED_TOKENS
 from opencompass_longctx.longbio.people import CHAIN_NAMES, Person
 from opencompass_longctx.longbio.pools import SUBJECT, VALUE, load_pools
 from opencompass_longctx.errors import LongCtxError
@@ -265,3 +265,15 @@ def build_prompt(task: str, n: int, mode: str, test: Group, demos: List[Group],
             return Prompt(SYS_CITE, f'\n\n{ex}\n\nQuestion: {q}\nAnswer: ', f'{BASED} {lc(test.prefix, mode)}')
         return Prompt(SYS_CITE_MULTI, f'\n\n{ex}\n\n{q}\nAnswers:\n', BASED)
     raise LongBioConfigError(f'unknown task {task!r}')
+
+
+def tier_cells(tier) -> List[str]:
+    """The cells a tier config holds: those whose needles and prompt fit the tier's budget (LongBioBench's 1k = 1024
+    tokens; :data:`LONGBIO_NEED_TOKENS`). 0k holds the needles only, so every cell; so does a tier that does not
+    parse, whose loaders then say what is wrong with it."""
+    from opencompass_longctx.tiers import TierError, parse_tier
+    try:
+        tokens = parse_tier(tier).tokens(1024)
+    except TierError:
+        tokens = 0
+    return [cell for cell, need in LONGBIO_NEED_TOKENS.items() if not tokens or need <= tokens]

@@ -19,7 +19,7 @@ from opencompass_longctx.longbio.dataset import LongBioDataset
 from opencompass_longctx.run.inferencer import LongCtxGenInferencer
 from opencompass_longctx.longbio.evaluator import LongBioEvaluator
 with read_base():
-    from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS, LONGBIO_NEED_TOKENS, LONGBIO_TIER_UNITS
+    from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS
 # The authors generated 800 samples per cell.
 LONGBIO_NUM_SAMPLES = int(os.environ.get('LONGBIO_NUM_SAMPLES', '800'))
 
