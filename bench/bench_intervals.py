@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from opencompass_longctx.summarizers import formats
 from opencompass_longctx.summarizers import table as rp
 from opencompass_longctx.summarizers.metrics import cluster_contributions, cluster_halfwidth, mean_with_ci
 ENTRIES, PER_ENTRY = 58, 130
@@ -65,7 +66,7 @@ def build_time() -> None:
         took = time.perf_counter() - start
     row = [r for r in report['rows'] if r.row == 'main'][0]
     print(f'\nreport.build on one NoLiMa model, 12 tiers x 7,540 samples: {took:.2f} s; effective length '
-          f'{rp.effective_text(row.effective["nolima"])}, cell 4k {row.cells["4k"].text(True)} '
+          f'{formats.effective_text(row.effective["nolima"])}, cell 4k {row.cells["4k"].text(True)} '
           f'({row.cells["4k"].clusters} clusters)')
 
 

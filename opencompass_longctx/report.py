@@ -102,7 +102,7 @@ def _run_allows(run) -> bool:
 def run_report(args) -> dict:
     from opencompass_longctx.summarizers import compare as cmp
     from opencompass_longctx.summarizers.merge import build_merged, merge
-    from opencompass_longctx.summarizers.table import to_markdown, write
+    from opencompass_longctx.summarizers.formats import to_markdown, write
     merged = merge(args.work_dirs, [parse_rename(r) for r in args.renames])
     report = build_merged(merged, args.ruler_threshold, args.nolima_ratio)
     from opencompass_longctx.summarizers.placement import section

@@ -11,7 +11,8 @@ import pytest
 from conftest import REPO, run_opencompass
 from opencompass_longctx.summarizers.failures import find_failures, last_exception
 from opencompass_longctx.summarizers.longctx import LongCtxSummarizer, table_inputs
-from opencompass_longctx.summarizers.table import ModelInfo, Results, build, to_markdown
+from opencompass_longctx.summarizers.formats import to_markdown
+from opencompass_longctx.summarizers.table import ModelInfo, Results, build
 TRACEBACK = '''11/30 20:48:14 - OpenCompass - INFO - Task [m/a_1k,m/b_1k]
 11/30 20:48:14 - OpenCompass - INFO - The Progress of This Task --> Models: 1/1, Datasets: 1/2
 Traceback (most recent call last):

@@ -11,7 +11,8 @@ from mmengine.config import ConfigDict
 
 from opencompass_longctx import __version__
 from opencompass_longctx.summarizers.longctx import LongCtxSummarizer
-from opencompass_longctx.summarizers.table import ModelInfo, build, to_markdown, write
+from opencompass_longctx.summarizers.formats import to_markdown, write
+from opencompass_longctx.summarizers.table import ModelInfo, build
 MODEL = 'm'
 TIERS = ('0k', '1k')
 GOOD = {'accuracy': 50.0, 'counts': {'n': 4, 'over_length': 0}, 'package_version': [__version__],

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from opencompass_longctx.summarizers import formats
 from opencompass_longctx.summarizers import table as rp
 from opencompass_longctx.summarizers.metrics import (MIN_CLUSTERS, cluster_contributions, cluster_halfwidth,
                                                      mean_with_ci)
@@ -86,12 +87,12 @@ def test_a_nolima_cell_from_result_files_rests_on_its_needle_entries(tmp_path):
     assert cell.ci95 > 2 * mean_with_ci([(cell.score, cell.n)])[1]   # wider than the independent-sample interval
     # the split rows (one-hop) rest on the same entries; the written table says how many
     assert row.effective['nolima']['interval'] is not None
-    md = rp.to_markdown(report)
+    md = formats.to_markdown(report)
     assert f'm/nolima/main/4k: n={ENTRIES * 26} in {ENTRIES} clusters' in md
     assert 'nolima: clustered by needle entry' in md
-    csv_rows = [r for r in rp.to_csv(report).splitlines() if r.startswith('m,nolima,main,4k,')]
+    csv_rows = [r for r in formats.to_csv(report).splitlines() if r.startswith('m,nolima,main,4k,')]
     assert csv_rows and csv_rows[0].endswith(f',clustered,{ENTRIES}')
-    assert 'units' not in json.loads(rp.to_json(report))['rows'][0]['cells']['4k']   # bookkeeping not written
+    assert 'units' not in json.loads(formats.to_json(report))['rows'][0]['cells']['4k']   # bookkeeping not written
 
 
 def test_a_cell_on_few_clusters_prints_no_interval_and_says_why(tmp_path):

@@ -13,7 +13,8 @@ import pytest
 from conftest import REPO, run_opencompass
 from opencompass_longctx import __version__
 from opencompass_longctx.summarizers.metrics import effective_length, mean_with_ci, nolima_threshold
-from opencompass_longctx.summarizers.table import ModelInfo, build, to_csv, to_json, to_markdown
+from opencompass_longctx.summarizers.formats import to_csv, to_json, to_markdown
+from opencompass_longctx.summarizers.table import ModelInfo, build
 from opencompass_longctx.summarizers.groups import summary_groups
 def test_nolima_effective_length_gpt4o_example():
     # NoLiMa's GPT-4o: base 99.3 -> threshold 84.4; 1K 98.1, 2K 98.0, 4K 95.7, 8K 89.2, 16K 81.6, 32K 69.7

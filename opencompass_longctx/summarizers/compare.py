@@ -36,7 +36,8 @@ from opencompass_longctx.tiers import parse_tier
 from opencompass_longctx.summarizers import paired_tests as stats
 from opencompass_longctx.summarizers.merge import MergedResults, ReportInputError, content_sha, per_model_copy, prompt_text, read_predictions
 from opencompass_longctx.summarizers.intervals import detail_value, value_key
-from opencompass_longctx.summarizers.table import effective_text, row_task_names
+from opencompass_longctx.summarizers.formats import effective_text
+from opencompass_longctx.summarizers.table import row_task_names
 from opencompass_longctx.summarizers.rows import bench_by_name
 from opencompass_longctx.errors import LongCtxError
 RESAMPLES = stats.RESAMPLES

@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import fields
 from typing import List, Optional, Sequence
 
-from opencompass_longctx.summarizers.table import effective_text, shown_rows
+from opencompass_longctx.summarizers.formats import effective_text, shown_rows
 CHROMIUM_INSTALL = 'apt-get update && apt-get install -y --no-install-recommends chromium'
 CHROMIUM_FLAGS = ('--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
                   '--disable-background-networking', '--disable-component-update', '--disable-sync',

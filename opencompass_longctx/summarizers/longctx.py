@@ -29,7 +29,8 @@ from opencompass_longctx.combinations import resolved_config
 from opencompass_longctx.summarizers.failures import Failure
 from opencompass_longctx.summarizers.metrics import NOLIMA_RATIO, RULER_THRESHOLD
 from opencompass_longctx.summarizers.placement import ALLOW_ENV, allow_unplaced_enabled, exit_message, section, stopping, unplaced
-from opencompass_longctx.summarizers.table import ModelInfo, Results, build, to_markdown, write
+from opencompass_longctx.summarizers.formats import to_markdown, write
+from opencompass_longctx.summarizers.table import ModelInfo, Results, build
 from opencompass_longctx.spec import OwnReport, spec_of
 from opencompass_longctx.summarizers.groups import summary_groups as spec_groups
 FAIL_ENV = 'LONGCTX_FAIL_ON_MISSING'

@@ -8,18 +8,16 @@ A tier the model cannot hold (tier above its max_seq_len, or every sample over i
 and is left out of means; a dataset with no usable result is shown as missing ('-', with the reason), one whose
 task failed as FAIL (with the exception and the task log, read from the run's logs).
 """
-import csv
-import io
 import json
 import math
 import os
-from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from opencompass_longctx import __version__
 from opencompass_longctx.tiers import parse_tier, sort_tiers
-from opencompass_longctx.summarizers.metrics import (BOOTSTRAP, MIN_CLUSTERS, NOLIMA_RATIO, RULER_THRESHOLD, effective_length, mean_with_ci,
-                      nolima_threshold)
+from opencompass_longctx.summarizers.metrics import (NOLIMA_RATIO, RULER_THRESHOLD, effective_length, mean_with_ci,
+                                                    nolima_threshold)
 from opencompass_longctx.summarizers.failures import Failure, find_failures, incomplete_reason
 from opencompass_longctx.summarizers.intervals import (Resampler, Unit, cell_interval, combine, effective_intervals, make_unit,
                         paper_base_by_cluster)
@@ -311,269 +309,162 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
     (:mod:`.merge`): each cell that reads one is marked ``‡`` with a footnote.
     """
     found = classify(abbrs, all_abbrs=True)
-    aliases = load_aliases(model_aliases)
     results = results or Results(work_dir)
     result = checked_reader(results, abbrs)
-
     if failures is None:
         failures = find_failures(work_dir, expected, result) if expected is not None else []
-    failed = {(f.model, f.dataset): f for f in failures}
-    notes: List[str] = []
-    footnotes: Dict[str, None] = {}
-    partial: Dict[str, None] = {}
-    rows: List[RowResult] = []
-    depth: Dict[str, Dict[str, Dict[str, List[List[int]]]]] = {}
-    all_tiers = sort_tiers({t for b in found.values() for t in b})
-    for model in models:
-        for bench in BENCHMARKS:
-            if bench.name not in found:
-                continue
-            tiers = sort_tiers(found[bench.name])
-            # this model's dataset for each (tier, task): the one with a result, else the first
-            mine = {tier: {task: next((a for a in cands if result(model.abbr, a) is not None),
-                                      cands[0]) for task, cands in found[bench.name][tier].items()}
-                    for tier in tiers}
-            data: Dict[str, Unit] = {}   # this model's dataset units of the benchmark (:mod:`.intervals`)
-            task_cells = {tier: {task: task_cell(bench, result(model.abbr, abbr), tier, model,
-                                                 notes, abbr, failed.get((model.abbr, abbr)), data, task)
-                                 for task, abbr in mine[tier].items()} for tier in tiers}
-            sampler = Resampler(data, f'{model.abbr}/{bench.name}')
-            for tier in tiers:
-                grid = depth_bins([result(model.abbr, a) for a in mine[tier].values()])
-                if grid:
-                    depth.setdefault(bench.name, {}).setdefault(model.abbr, {})[tier] = grid
-            refs = load_references(bench.name)
-            pub_name = aliases.get(bench.name, {}).get(model.abbr)
-            done: Dict[str, Dict[str, Cell]] = {}
-            shown_tasks: set = set()
-            for row in bench.rows:
-                if row.of_rows:
-                    cells = {tier: rows_mean_cell([done[r][tier] for r in row.of_rows], row.of_rows, data)
-                             for tier in tiers}
-                elif row.detail_filter:  # a split of one dataset: FAIL or N/A as the dataset, else its details
-                    (task,) = row.tasks
-                    cells = {tier: (Cell(status='missing', reason=f'not run: {task}') if task not in mine[tier]
-                                    else task_cells[tier][task] if task_cells[tier][task].status in ('failed', 'n/a')
-                                    else detail_cell(result(model.abbr, mine[tier][task]), *row.detail_filter,
-                                                     bench, task, data, f'{tier}|{mine[tier][task]}'))
-                             for tier in tiers}
-                else:
-                    cells = {tier: row_cell(row.tasks, task_cells[tier], row.partial_ok, data) for tier in tiers}
-                row_partial = []
-                for tier, c in cells.items():
-                    if not row.of_rows and not row.detail_filter and c.cells_used < c.cells_total:
-                        left = ', '.join(t for t in row.tasks if t not in mine[tier])
-                        row_partial.append(f'{bench.name} {row.name} at {tier}: ' + (
-                            f'the mean of {c.cells_used} of its {c.cells_total} cells (not run at this tier: '
-                            f'{left})' if c.status == 'ok' else
-                            f'{c.cells_used} of its {c.cells_total} datasets were run (not run at this tier: '
-                            f'{left}); the row is the mean of all of them, so it has no score there'))
-                done[row.name] = cells
-                row_tasks = row_task_names(bench, row)
-                for tier, c in cells.items():
-                    why = [marks[model.abbr, a] for a in (mine[tier].get(t) for t in row_tasks)
-                           if (model.abbr, a) in (marks or {})]
-                    if why and c.status == 'ok' and INCOMPARABLE not in c.marks:
-                        c.marks.append(INCOMPARABLE)
-                        footnotes.update(dict.fromkeys(why))
-                present = {t for tier in tiers for t in row_tasks if t in mine[tier]}
-                if (all(c.status == 'missing' and c.reason.startswith('not run') for c in cells.values())
-                        and present <= shown_tasks):
-                    continue  # the run has no dataset of this row at any tier, or an earlier row shows them all
-                shown_tasks |= present
-                partial.update(dict.fromkeys(row_partial))
-                ok = [c.score for c in cells.values() if c.status == 'ok']
-                rr = RowResult(model.abbr, bench.name, row.name, cells, datasets={
-                                   t: {k: a for k, a in mine[t].items() if k in row_tasks} for t in tiers},
-                               mean=sum(ok) / len(ok) if ok else None,
-                               mean_note='' if len(ok) == len([c for c in cells.values() if c.status != 'n/a'])
-                               else 'over the tiers with results')
-                series = [(t, cells[t].score if cells[t].status == 'ok' else None) for t in tiers]
-                base_scores = [cells[t].score for t in bench.base_tiers if t in cells and cells[t].status == 'ok']
-                base = max(base_scores) if base_scores else None
-                by_cluster = None
-                if bench.paper_base and len(row.tasks) == 1 and not row.detail_filter:
-                    base_abbrs = [mine[t][row.tasks[0]] for t in bench.base_tiers if t in mine and row.tasks[0] in mine[t]]
-                    own = paper_base(bench, result, model.abbr, base_abbrs)
-                    if own:
-                        base = own
-                        by_cluster = paper_base_by_cluster(
-                            bench, [(row.tasks[0], (result(model.abbr, a) or {}).get('details') or [])
-                                    for a in base_abbrs], bench.paper_base) or ({}, {})
-                thr = nolima_threshold(base, nolima_ratio)
-                rr.effective = {
-                    'nolima': dict(effective_length(series, thr) if thr is not None else
-                                   {'contiguous': None, 'raw': None}, base=base, threshold=thr),
-                    'ruler': dict(effective_length(series, ruler_threshold), threshold=ruler_threshold),
-                }
-                effective_intervals(rr, tiers, sampler, bench.base_tiers, by_cluster, nolima_ratio)
-                published = ((refs or {}).get('rows', {}).get(row.name) or {}).get(pub_name) if pub_name else None
-                if published:
-                    rr.published_name = pub_name
-                    rr.published = {t: float(v) for t, v in published.items()}
-                rows.append(rr)
+    t = _Table(found, result, {(f.model, f.dataset): f for f in failures}, marks or {}, load_aliases(model_aliases),
+               ruler_threshold, nolima_ratio)
+    rows = [rr for model in models for bench in BENCHMARKS if bench.name in found
+            for rr in _bench_rows(t, model, bench)]
     unmatched = sorted({m.abbr for m in models} - {r.model for r in rows if r.published_name})
-    return {'tiers': all_tiers, 'rows': rows, 'notes': sorted(set(notes)), 'package_version': __version__,
+    return {'tiers': sort_tiers({tier for b in found.values() for tier in b}), 'rows': rows,
+            'notes': sorted(set(t.notes)), 'package_version': __version__,
             'ruler_threshold': ruler_threshold, 'nolima_ratio': nolima_ratio,
             'models_without_published_counterpart': unmatched,
-            'failures': failures, 'partial': list(partial), 'depth': depth,
-            'footnotes': {INCOMPARABLE: list(footnotes)} if footnotes else {},
+            'failures': failures, 'partial': list(t.partial), 'depth': t.depth,
+            'footnotes': {INCOMPARABLE: list(t.footnotes)} if t.footnotes else {},
             'bench_tiers': {b: sort_tiers(by_tier) for b, by_tier in found.items()},
             'references': {b.name: (load_references(b.name) or {}).get('source') for b in BENCHMARKS
                            if b.name in found}}
 
 
-def _legend(report: dict) -> List[str]:
-    ratio, ruler = report['nolima_ratio'], report['ruler_threshold']
-    bases = '; '.join(f'{b.name} {", ".join(b.base_tiers)}' for b in BENCHMARKS
-                      if b.name in report['references'] and not b.paper_base)
-    return [
-        '',
-        'How to read this table:',
-        '- A tier column is the score (%) at that context length, ± the half-width of its 95% confidence interval. '
-        'A tier is a token budget: 1k = 1000 tokens for BABILong and NoLiMa (NoLiMa counts '
-        "in the model's own tokenizer), 1024 for LongBioBench; 250 and 500 are NoLiMa's short lengths.",
-        '- The intervals rest on how each benchmark\'s samples are related: where samples of a cell share text (a '
-        'cluster), the interval is cluster-robust (CR1 over the clusters, Student\'s t with clusters - 1 degrees of '
-        'freedom), and "Samples per cell" says how many clusters it rests on; where every sample stands alone it is '
-        f'binomial (Agresti-Coull). ±? (k clusters): fewer than {MIN_CLUSTERS} clusters, too few for an interval. '
-        + '; '.join(f'{b.name}: {b.relation}' for b in BENCHMARKS if b.name in report['references']) + '.',
-        '- N/A: the model cannot hold that tier (the tier is above its max_seq_len, or every prompt was longer than '
-        'it can take). N/A is left out of the mean, and it ends an effective-length run.',
-        '- -: no result (not run for this model, or its result file cannot be used: the reason is listed below).',
-        '- FAIL: the dataset\'s task failed; its exception and task log are listed above, under "Failed or missing".',
-        '- (k/n) after a score: a mean over k of the n datasets the row has (the others were not run at that '
-        'tier, e.g. LongBioBench cells too big for it); see "Partial rows".',
-        '- mean: the mean over the tiers; * = over the tiers with a result only (some are missing or failed).',
-        f'- base (thr): the model\'s short-context base score and the threshold {ratio:g} x base. NoLiMa rows use '
-        'the paper\'s base (for each needle pair the best of 250, 500 and 1k, averaged over pairs); other rows the '
-        f'best score at their benchmark\'s base tiers ({bases or "none in this run"}).',
-        f'- eff. len (NoLiMa {100 * ratio:g}% base): the longest tier such that it and every shorter tier in the '
-        'table score >= thr.',
-        f'- eff. len (RULER >= {ruler:g}): the same with a fixed threshold of {ruler:g} (RULER: Llama-2-7B\'s score '
-        'at 4k).',
-        f'- [lo-hi] after an effective length: its 95% interval, from {BOOTSTRAP} resamples of whole clusters (each '
-        'cluster at every tier at once; the base score recomputed on each resample); shown when it is not the point.',
-        '- <X (e.g. <0k, <1k): the first tier, X, already scores below the threshold. An effective length of - : '
-        'nothing to judge (no base score, or no result).',
-        '- published / measured - published: the authors\' number for the model\'s published counterpart, and the '
-        'difference.',
-    ]
+@dataclass
+class _Table:
+    """What :func:`build` reads (the run's datasets by benchmark, tier and task; one reader of the results) and
+    gathers while it makes the rows (notes, footnotes, partial rows, depth grids)."""
+    found: Dict
+    result: Callable
+    failed: Dict
+    marks: Dict
+    aliases: Dict
+    ruler_threshold: float
+    nolima_ratio: float
+    notes: List[str] = field(default_factory=list)
+    footnotes: Dict[str, None] = field(default_factory=dict)
+    partial: Dict[str, None] = field(default_factory=dict)
+    depth: Dict = field(default_factory=dict)
 
 
-def effective_text(eff: Optional[dict]) -> str:
-    """'16k [8k-32k]': an effective length and its 95% interval in tiers (the interval left out where it is the
-    point itself); '-': nothing to judge. The one form the table, the comparison and the page print."""
-    point = (eff or {}).get('contiguous')
-    if not point:
-        return '-'
-    lo_hi = (eff or {}).get('interval')
-    if not lo_hi or None in tuple(lo_hi)[:2] or list(lo_hi)[:2] == [point, point]:
-        return point
-    return f'{point} [{lo_hi[0]}-{lo_hi[1]}]'
+@dataclass
+class _ModelBench:
+    """One model's datasets of one benchmark: per tier the dataset of each task (``mine``), each task's cell, the
+    dataset units the intervals resample (``data``) and the rows made so far (``done``)."""
+    model: ModelInfo
+    bench: Bench
+    tiers: List[str]
+    mine: Dict[str, Dict[str, str]]
+    task_cells: Dict[str, Dict[str, Cell]]
+    data: Dict
+    done: Dict[str, Dict[str, Cell]] = field(default_factory=dict)
 
 
-def shown_rows(report: dict) -> list:
-    """The tier table's rows, less the (benchmark, row)s where no model has anything at any tier (e.g. NoLiMa's
-    two-hop split of a run with no two-hop sample): they would be a block of '-'."""
-    filled = {(r.bench, r.row) for r in report['rows']   # a score, a FAIL or a partial '- (2/5)' keeps the row
-              if any(c.status in ('ok', 'failed') or c.cells_used for c in r.cells.values())}
-    return [r for r in report['rows'] if (r.bench, r.row) in filled]
+def _bench_rows(t: _Table, model: ModelInfo, bench: Bench) -> List[RowResult]:
+    """The rows of one model on one benchmark."""
+    found, result = t.found[bench.name], t.result
+    tiers = sort_tiers(found)
+    # this model's dataset for each (tier, task): the one with a result, else the first
+    mine = {tier: {task: next((a for a in cands if result(model.abbr, a) is not None), cands[0])
+                   for task, cands in found[tier].items()} for tier in tiers}
+    data: Dict[str, Unit] = {}   # this model's dataset units of the benchmark (:mod:`.intervals`)
+    task_cells = {tier: {task: task_cell(bench, result(model.abbr, abbr), tier, model, t.notes, abbr,
+                                         t.failed.get((model.abbr, abbr)), data, task)
+                         for task, abbr in mine[tier].items()} for tier in tiers}
+    mb = _ModelBench(model, bench, tiers, mine, task_cells, data)
+    sampler = Resampler(data, f'{model.abbr}/{bench.name}')
+    for tier in tiers:
+        grid = depth_bins([result(model.abbr, a) for a in mine[tier].values()])
+        if grid:
+            t.depth.setdefault(bench.name, {}).setdefault(model.abbr, {})[tier] = grid
+    refs = load_references(bench.name)
+    pub_name = t.aliases.get(bench.name, {}).get(model.abbr)
+    rows, shown_tasks = [], set()
+    for row in bench.rows:
+        cells = _row_cells(t, mb, row)
+        mb.done[row.name] = cells
+        row_tasks = row_task_names(bench, row)
+        _mark_incomparable(t, mb, cells, row_tasks)
+        present = {task for tier in tiers for task in row_tasks if task in mine[tier]}
+        if (all(c.status == 'missing' and c.reason.startswith('not run') for c in cells.values())
+                and present <= shown_tasks):
+            continue  # the run has no dataset of this row at any tier, or an earlier row shows them all
+        shown_tasks |= present
+        t.partial.update(dict.fromkeys(_partial_notes(mb, row, cells)))
+        rr = _row_result(t, mb, row, cells, row_tasks, sampler)
+        published = ((refs or {}).get('rows', {}).get(row.name) or {}).get(pub_name) if pub_name else None
+        if published:
+            rr.published_name = pub_name
+            rr.published = {tier: float(v) for tier, v in published.items()}
+        rows.append(rr)
+    return rows
 
 
-def to_markdown(report: dict, with_ci: bool = True) -> str:
-    tiers = report['tiers']
-    ratio = report['nolima_ratio']
-    head = ['model', 'benchmark', 'row'] + tiers + ['mean', 'base (thr)', f'eff. len (NoLiMa {100 * ratio:g}% base)',
-                                                    f'eff. len (RULER >= {report["ruler_threshold"]:g})']
-    lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
-    shown = shown_rows(report)
-    kept = {id(r) for r in shown}
-    left_out = list(dict.fromkeys(f'{r.bench} {r.row}' for r in report['rows'] if id(r) not in kept))
-    for r in shown:
-        eff_n, eff_r = r.effective['nolima'], r.effective['ruler']
-        cells = [r.cells[t].text(with_ci) if t in r.cells else '' for t in tiers]
-        mean = '-' if r.mean is None else f'{r.mean:.1f}' + ('*' if r.mean_note else '')
-        base = ('-' if eff_n['base'] is None else f'{eff_n["base"]:.1f}'
-                + ('' if eff_n['threshold'] is None else f' ({eff_n["threshold"]:.1f})'))
-        lines.append('| ' + ' | '.join([r.model, r.bench, r.row] + cells + [
-            mean, base, effective_text(eff_n), effective_text(eff_r)]) + ' |')
-        if r.published_name:
-            pub = [f'{r.published[t]:g}' if t in r.published else '' for t in tiers]
-            diff = [f'{r.cells[t].score - r.published[t]:+.1f}' if t in r.published and t in r.cells
-                    and r.cells[t].status == 'ok' else '' for t in tiers]
-            lines.append('| ' + ' | '.join(['', '', f'published: {r.published_name}'] + pub + [''] * 4) + ' |')
-            lines.append('| ' + ' | '.join(['', '', 'measured - published'] + diff + [''] * 4) + ' |')
-    out = '\n'.join(lines)
-    counts = [f'{r.model}/{r.bench}/{r.row}/{t}: n={c.n}' + (f' in {c.clusters} clusters'
-                                                              if c.ci_method == 'clustered' else '')
-              for r in report['rows'] for t, c in r.cells.items() if c.status == 'ok']
-    na = [f'{r.model}/{r.bench}/{r.row}/{t}: {c.status.upper()} ({c.reason})' for r in report['rows']
-          for t, c in r.cells.items() if c.status in ('n/a', 'missing')]  # FAIL: listed with its exception above
-    foot = [f'Left out (no value for any model): {", ".join(left_out)}.'] if left_out else []
-    if report.get('failures'):
-        foot += ['', 'Failed or missing (datasets of the run without a usable result):']
-        foot += [f'- {f.line()}' for f in report['failures']]
-    if report.get('partial'):
-        foot += ['', 'Partial rows:'] + [f'- {x}' for x in report['partial']]
-    for mark, why in (report.get('footnotes') or {}).items():
-        foot += ['', f'{mark} Not comparable with the other models\' cells of its column (another data set or '
-                 'scoring: see the fingerprints in the JSON):'] + [f'- {x}' for x in why]
-    if len(report.get('runs') or []) > 1 or report.get('merge_notes'):
-        foot += ['', f'Runs merged ({len(report["runs"])}):'] + [f'- {r}' for r in report['runs']]
-        foot += [f'- {x}' for x in report.get('merge_notes', [])]
-    foot += _legend(report)
-    if counts:
-        foot += ['', 'Samples per cell: ' + '; '.join(counts)]
-    if na:
-        foot += ['', 'Not applicable / missing cells:'] + [f'- {x}' for x in na]
-    if report['notes']:
-        foot += ['', 'Notes:'] + [f'- {x}' for x in report['notes']]
-    published = {r.bench for r in shown if r.published_name}
-    for bench, src in report['references'].items():
-        if src and bench in published:   # only where a model of the table has a published counterpart
-            foot.append(f'Published {bench} numbers: {src}.')
-    return out + '\n' + '\n'.join(foot) + '\n'
+def _row_cells(t: _Table, mb: _ModelBench, row) -> Dict[str, Cell]:
+    """A row's cell at each tier: the mean of earlier rows, a split of one dataset's details, or its tasks' mean."""
+    if row.of_rows:
+        return {tier: rows_mean_cell([mb.done[r][tier] for r in row.of_rows], row.of_rows, mb.data)
+                for tier in mb.tiers}
+    if row.detail_filter:  # a split of one dataset: FAIL or N/A as the dataset, else its details
+        (task,) = row.tasks
+        return {tier: (Cell(status='missing', reason=f'not run: {task}') if task not in mb.mine[tier]
+                       else mb.task_cells[tier][task] if mb.task_cells[tier][task].status in ('failed', 'n/a')
+                       else detail_cell(t.result(mb.model.abbr, mb.mine[tier][task]), *row.detail_filter,
+                                        mb.bench, task, mb.data, f'{tier}|{mb.mine[tier][task]}'))
+                for tier in mb.tiers}
+    return {tier: row_cell(row.tasks, mb.task_cells[tier], row.partial_ok, mb.data) for tier in mb.tiers}
 
 
-def to_csv(report: dict) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(['model', 'benchmark', 'row', 'tier', 'score', 'ci95', 'n', 'status', 'reason', 'published',
-                'published_name', 'diff', 'cells_used', 'cells_total', 'marks', 'ci_method', 'clusters'])
-    for r in report['rows']:
-        for t in report['tiers']:
-            if t not in r.cells:
-                continue
-            c = r.cells[t]
-            pub = r.published.get(t)
-            w.writerow([r.model, r.bench, r.row, t, '' if c.score is None else round(c.score, 4),
-                        '' if c.ci95 is None else round(c.ci95, 4), c.n, c.status, c.reason,
-                        '' if pub is None else pub, r.published_name or '',
-                        '' if pub is None or c.score is None else round(c.score - pub, 4),
-                        c.cells_used or '', c.cells_total or '', ' '.join(c.marks), c.ci_method,
-                        c.clusters if c.status == 'ok' else ''])
-    return buf.getvalue()
+def _partial_notes(mb: _ModelBench, row, cells: Dict[str, Cell]) -> List[str]:
+    """A note for each tier where a row of several tasks had only some of them run."""
+    notes = []
+    for tier, c in cells.items():
+        if not row.of_rows and not row.detail_filter and c.cells_used < c.cells_total:
+            left = ', '.join(task for task in row.tasks if task not in mb.mine[tier])
+            notes.append(f'{mb.bench.name} {row.name} at {tier}: ' + (
+                f'the mean of {c.cells_used} of its {c.cells_total} cells (not run at this tier: {left})'
+                if c.status == 'ok' else
+                f'{c.cells_used} of its {c.cells_total} datasets were run (not run at this tier: {left}); the row '
+                'is the mean of all of them, so it has no score there'))
+    return notes
 
 
-def to_json(report: dict) -> str:
-    data = dict(report)
-    data['rows'] = [asdict(r) for r in report['rows']]
-    for r in data['rows']:
-        for c in r['cells'].values():
-            c.pop('units', None)   # the resampling's bookkeeping
-    data['failures'] = [asdict(f) for f in report.get('failures', [])]
-    return json.dumps(data, indent=1, sort_keys=True)
+def _mark_incomparable(t: _Table, mb: _ModelBench, cells: Dict[str, Cell], row_tasks) -> None:
+    """Mark ``‡`` each scored cell that reads a result the merge found not comparable (the reasons are footnotes)."""
+    for tier, c in cells.items():
+        why = [t.marks[mb.model.abbr, a] for a in (mb.mine[tier].get(task) for task in row_tasks)
+               if (mb.model.abbr, a) in t.marks]
+        if why and c.status == 'ok' and INCOMPARABLE not in c.marks:
+            c.marks.append(INCOMPARABLE)
+            t.footnotes.update(dict.fromkeys(why))
 
 
-def write(report: dict, out_dir: str, stem: str, plots: bool = True) -> Dict[str, str]:
-    os.makedirs(out_dir, exist_ok=True)
-    paths = {}
-    for ext, text in (('md', to_markdown(report)), ('csv', to_csv(report)), ('json', to_json(report))):
-        paths[ext] = os.path.join(out_dir, f'{stem}.{ext}')
-        with open(paths[ext], 'w', encoding='utf-8') as f:
-            f.write(text)
-    if plots:
-        from opencompass_longctx.summarizers.plots import plot_report
-        paths['plots'] = plot_report(report, os.path.join(out_dir, f'{stem}_plots'))
-    return paths
+def _row_result(t: _Table, mb: _ModelBench, row, cells: Dict[str, Cell], row_tasks, sampler) -> RowResult:
+    """A row's result: its cells, mean, base score, the NoLiMa and RULER effective lengths and their intervals."""
+    bench, tiers, mine = mb.bench, mb.tiers, mb.mine
+    ok = [c.score for c in cells.values() if c.status == 'ok']
+    rr = RowResult(mb.model.abbr, bench.name, row.name, cells, datasets={
+                       tier: {k: a for k, a in mine[tier].items() if k in row_tasks} for tier in tiers},
+                   mean=sum(ok) / len(ok) if ok else None,
+                   mean_note='' if len(ok) == len([c for c in cells.values() if c.status != 'n/a'])
+                   else 'over the tiers with results')
+    series = [(tier, cells[tier].score if cells[tier].status == 'ok' else None) for tier in tiers]
+    base_scores = [cells[tier].score for tier in bench.base_tiers if tier in cells and cells[tier].status == 'ok']
+    base = max(base_scores) if base_scores else None
+    by_cluster = None
+    if bench.paper_base and len(row.tasks) == 1 and not row.detail_filter:
+        base_abbrs = [mine[tier][row.tasks[0]] for tier in bench.base_tiers
+                      if tier in mine and row.tasks[0] in mine[tier]]
+        own = paper_base(bench, t.result, mb.model.abbr, base_abbrs)
+        if own:
+            base = own
+            by_cluster = paper_base_by_cluster(
+                bench, [(row.tasks[0], (t.result(mb.model.abbr, a) or {}).get('details') or [])
+                        for a in base_abbrs], bench.paper_base) or ({}, {})
+    thr = nolima_threshold(base, t.nolima_ratio)
+    rr.effective = {
+        'nolima': dict(effective_length(series, thr) if thr is not None else {'contiguous': None, 'raw': None},
+                       base=base, threshold=thr),
+        'ruler': dict(effective_length(series, t.ruler_threshold), threshold=t.ruler_threshold),
+    }
+    effective_intervals(rr, tiers, sampler, bench.base_tiers, by_cluster, t.nolima_ratio)
+    return rr
