@@ -31,7 +31,8 @@ class LongCtxDataset(BaseDataset):
     @classmethod
     def load(cls, **kwargs):
         spec = cls.benchmark
-        return record_build(spec.dataset_type, kwargs, cls.build(cls.options.parse(kwargs)), spec.tokens_column)
+        return record_build(spec.dataset_type, kwargs, cls.build(cls.options.parse(kwargs)), spec.tokens_column,
+                            spec.prompt_columns)
 
 
 @dataclass

@@ -476,13 +476,23 @@ def build_record_path(kind: str, kwargs: Dict) -> str:
     return os.path.join(cache_root(), 'build_records', f'{hashlib.sha256(blob.encode()).hexdigest()}.json')
 
 
-def record_build(kind: str, kwargs: Dict, ds, tokens_column: str):
+def record_build(kind: str, kwargs: Dict, ds, tokens_column: str, prompt_columns: Iterable[str] = ()):
     """Remember the rows and the sum of ``tokens_column`` of ``ds`` (a built dataset of loader ``kind`` with
-    load arguments ``kwargs``); returns ``ds``. Never fails a build."""
+    load arguments ``kwargs``) and, from the texts of ``prompt_columns``, the share of those tokens a prefix cache
+    serves in reuse order (``prefix_share``, :func:`opencompass_longctx.prefix_reuse.cached_share`; measured once
+    per record); returns ``ds``. Never fails a build."""
     try:
         tokens = (int(sum(ds[tokens_column])) if tokens_column in ds.column_names else None)
         record = {'rows': len(ds), 'prompt_tokens': tokens, 'tokens_column': tokens_column}
-        if read_build_record(kind, kwargs) != record:
+        old = read_build_record(kind, kwargs) or {}
+        columns = list(prompt_columns)
+        if tokens is not None and columns and all(c in ds.column_names for c in columns):
+            if {k: old.get(k) for k in record} == record and 'prefix_share' in old:
+                return ds
+            from opencompass_longctx.prefix_reuse import cached_share
+            texts = ['\n'.join(parts) for parts in zip(*(ds[c] for c in columns))]
+            record['prefix_share'] = round(cached_share(texts, list(ds[tokens_column])), 4)
+        if old != record:
             atomic_write_text(build_record_path(kind, kwargs), json.dumps(record))
     except Exception:  # noqa: BLE001 - a record is an optimisation of the plan, never a reason to fail
         pass

@@ -151,3 +151,35 @@ def shared_prefix_tokens(token_lists: Sequence[Sequence[int]], order: Sequence[i
     """Tokens saved in ``order`` with an unbounded cache: sum of block-aligned prefixes found already cached."""
     total = sum(len(t) for t in token_lists)
     return total - prefilled_tokens(token_lists, order, batch_size=1, block=block)
+
+
+def common_prefix_chars(a: str, b: str) -> int:
+    """Length of the common prefix of two strings (a binary search of slice comparisons, each one in C)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def cached_share(texts: Sequence[str], tokens: Sequence[int], block: int = BLOCK) -> float:
+    """The share of a dataset's prompt tokens that an unbounded prefix cache serves when its prompts are issued in
+    reuse order, from the texts alone (no tokenizer pass): in sorted order a prompt's longest prefix shared with
+    any earlier one is the one it shares with the previous; its length in characters is turned into tokens at the
+    prompt's own characters per token and rounded down to whole blocks (the last token is always computed), as
+    :func:`prefilled_tokens` counts them. ``tokens``: each prompt's token count. 0.0 for no tokens."""
+    total = sum(tokens)
+    if not total:
+        return 0.0
+    order = reuse_order(list(texts))
+    served = 0
+    for prev, cur in zip(order, order[1:]):
+        text, n = texts[cur], tokens[cur]
+        if not text or not n:
+            continue
+        shared = int(common_prefix_chars(texts[prev], text) * n / len(text))
+        served += min(shared, n - 1) // block * block
+    return served / total

@@ -131,6 +131,7 @@ class DatasetSize:
     prompt_tokens: int       # all rows
     row_tokens: int          # one prompt by the tier arithmetic (the longest)
     exact: bool              # True: from the dataset's build record; False: the tier arithmetic
+    reuse: Optional[float] = None   # the share a prefix cache serves, from the build record (None: not measured)
 
 
 def _no_problem(d: Dict) -> None:
@@ -173,8 +174,11 @@ class BenchmarkSpec:
     report: Optional[OwnReport] = None
     # what its prompts share: the share of a split's prompt tokens that LMDeploy's prefix cache (64-token blocks)
     # serves when the prompts are issued in reuse order (opencompass_longctx.prefix_reuse; measured on the
-    # project's stand-in data by bench/bench_prefix.py); 0: prompts share no more than a template
+    # project's stand-in data by bench/bench_prefix.py); 0: prompts share no more than a template. The plan uses
+    # it for a dataset not built yet; a built one's build record holds its own share, measured from its prompts
     prefix_reuse: float = 0.0
+    # the columns whose texts, joined, make a row's prompt (what the build record's share is measured on)
+    prompt_columns: Tuple[str, ...] = ('prompt',)
 
     def tier(self, d: Dict) -> Tier:
         if 'tier' not in d:
@@ -188,7 +192,8 @@ class BenchmarkSpec:
         per_row = self.estimate_prompt_tokens(d, tier_tokens)
         rec = read_build_record(self.dataset_type, load_kwargs(d))
         if rec and rec.get('prompt_tokens') is not None:
-            return DatasetSize(tier, tier_tokens, rec['rows'], rec['prompt_tokens'], per_row, True)
+            return DatasetSize(tier, tier_tokens, rec['rows'], rec['prompt_tokens'], per_row, True,
+                               rec.get('prefix_share'))
         rows = self.estimate_rows(d, tier_tokens)
         return DatasetSize(tier, tier_tokens, rows, rows * per_row, per_row, False)
 

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from opencompass_longctx.prefix_reuse import BlockTrie, prefilled_tokens, reuse_order
+from opencompass_longctx.prefix_reuse import BlockTrie, cached_share, common_prefix_chars, prefilled_tokens, reuse_order
 
 
 def test_two_prompts_sharing_130_tokens_reuse_two_blocks():
@@ -11,6 +11,36 @@ def test_two_prompts_sharing_130_tokens_reuse_two_blocks():
     assert prefilled_tokens([a, b]) == len(a) + len(b) - 128
     assert prefilled_tokens([a, b], same_batch=False, batch_size=2) == len(a) + len(b)
     assert prefilled_tokens([a, b], same_batch=False, batch_size=1) == len(a) + len(b) - 128
+
+
+def test_the_share_read_from_texts_is_what_the_block_trie_serves():
+    """With one token per character, the build record's text-only share equals the trie's count exactly."""
+    rng = random.Random(5)
+    heads = [''.join(rng.choice('abcd') for _ in range(300)) for _ in range(4)]
+    texts = [rng.choice(heads)[:rng.randrange(0, 300)] + ''.join(rng.choice('abcd') for _ in range(rng.randrange(1, 200)))
+             for _ in range(80)]
+    texts += texts[:3]                                      # identical prompts: the last token is still computed
+    ids = [[ord(c) for c in t] for t in texts]
+    exact = 1 - prefilled_tokens(ids, reuse_order(texts)) / sum(map(len, ids))
+    assert exact > 0.3 and cached_share(texts, [len(i) for i in ids]) == pytest.approx(exact)
+    assert cached_share([], []) == 0.0 and cached_share(['a', 'a'], [0, 0]) == 0.0
+    assert [common_prefix_chars(a, b) for a, b in (('abc', 'abd'), ('', 'x'), ('xy', 'xy'), ('x', 'xyz'))] == [2, 0, 2, 1]
+
+
+def test_a_build_records_its_measured_share_and_the_plan_uses_it(tmp_path):
+    from opencompass_longctx.cache import read_build_record
+    from opencompass_longctx.demo.datasets import DemoBabilongDataset
+    from opencompass_longctx.plan.loads import dataset_load
+    from opencompass_longctx.spec import load_kwargs
+    d = dict(type=DemoBabilongDataset, abbr='babilong_qa1_1k', tier='1k', task='qa1', path=str(tmp_path / 'b'),
+             num_samples=5, infer_cfg=dict(inferencer=dict(max_out_len=20)))
+    spec = DemoBabilongDataset.benchmark
+    assert dataset_load(d).reuse == spec.prefix_reuse == 0.0            # not built: the spec's declared share
+    ds = DemoBabilongDataset.load(**load_kwargs(d))
+    rec = read_build_record(spec.dataset_type, load_kwargs(d))
+    share = cached_share(list(ds['prompt']), list(ds['prompt_tokens']))
+    assert rec['prefix_share'] == round(share, 4) and 0 < share < 0.2    # the shared instruction, nothing more
+    assert dataset_load(d).reuse == rec['prefix_share']
 
 
 def test_match_stops_before_the_last_token():

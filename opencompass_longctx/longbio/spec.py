@@ -58,7 +58,7 @@ _RELATED = dict(cluster_keys=('seed',),
                          'standard, multi-standard, citation and IDK cells of one n); independent otherwise')
 
 BENCHMARK = BenchmarkSpec(
-    name='longbio', dataset_type='LongBioDataset', tier_unit=TIER_UNIT, tokens_column='prompt_tokens',
+    name='longbio', dataset_type='LongBioDataset', tier_unit=TIER_UNIT, tokens_column='prompt_tokens', prompt_columns=('system', 'user', 'prefix'),
     data_tokenizer=data_tokenizer, estimate_rows=estimate_rows, estimate_prompt_tokens=estimate_prompt_tokens,
     sample_text=sample_text, sample_keys=('tokenizer',),
     checks=(), check_keys=(), fits=fits,

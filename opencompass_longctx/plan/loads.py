@@ -79,7 +79,7 @@ class DatasetLoad:
     ratio: Optional[float] = None    # model tokens per data-tokenizer token (None: not measured)
 
     min_headroom: float = SIZE_HEADROOM
-    reuse: float = 0.0               # share of prompt tokens a prefix cache serves (the spec's prefix_reuse)
+    reuse: float = 0.0               # share of prompt tokens a prefix cache serves (build record, else the spec)
 
     @property
     def headroom(self) -> float:
@@ -110,4 +110,5 @@ def dataset_load(d: Dict, model_max_out_len: Optional[int] = None, model_tok=Non
         raise PlanError(f'{abbr}: the dataset config has no tier')
     size = spec.size(d)
     return DatasetLoad(abbr, spec.name, size.tier.name, size.tier_tokens, size.rows, size.prompt_tokens, size.exact,
-                       max_out, size.row_tokens, token_ratio(model_tok, spec, d), reuse=spec.prefix_reuse)
+                       max_out, size.row_tokens, token_ratio(model_tok, spec, d),
+                       reuse=spec.prefix_reuse if size.reuse is None else size.reuse)
