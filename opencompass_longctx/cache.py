@@ -476,17 +476,22 @@ def build_record_path(kind: str, kwargs: Dict) -> str:
     return os.path.join(cache_root(), 'build_records', f'{hashlib.sha256(blob.encode()).hexdigest()}.json')
 
 
+SHARE_MAX_TOKENS = 64_000_000   # ~256 MB of prompt text: NoLiMa up to 32k (48M tokens a tier), not the 1m tiers
+
+
 def record_build(kind: str, kwargs: Dict, ds, tokens_column: str, prompt_columns: Iterable[str] = ()):
     """Remember the rows and the sum of ``tokens_column`` of ``ds`` (a built dataset of loader ``kind`` with
     load arguments ``kwargs``) and, from the texts of ``prompt_columns``, the share of those tokens a prefix cache
     serves in reuse order (``prefix_share``, :func:`opencompass_longctx.prefix_reuse.cached_share`; measured once
-    per record); returns ``ds``. Never fails a build."""
+    per record, for datasets of at most :data:`SHARE_MAX_TOKENS`: the texts are read into memory); returns ``ds``.
+    Never fails a build."""
     try:
         tokens = (int(sum(ds[tokens_column])) if tokens_column in ds.column_names else None)
         record = {'rows': len(ds), 'prompt_tokens': tokens, 'tokens_column': tokens_column}
         old = read_build_record(kind, kwargs) or {}
         columns = list(prompt_columns)
-        if tokens is not None and columns and all(c in ds.column_names for c in columns):
+        if (tokens is not None and tokens <= SHARE_MAX_TOKENS and columns
+                and all(c in ds.column_names for c in columns)):
             if {k: old.get(k) for k in record} == record and 'prefix_share' in old:
                 return ds
             from opencompass_longctx.prefix_reuse import cached_share
