@@ -41,8 +41,9 @@ def _args(argv):
                     help="show RUN's model under the name NEWABBR in every table and file (RUN:OLDABBR=NEWABBR for a "
                     'run with several models): to merge runs whose same abbr names different models')
     ap.add_argument('--compare', nargs=2, metavar=('A', 'B'), help='compare these two models only (A - B)')
-    ap.add_argument('--rank-by', choices=('ruler', 'nolima'), default='ruler',
-                    help='the effective length the ranking orders by (then the mean)')
+    ap.add_argument('--rank-by', choices=('score', 'ruler', 'nolima'), default='score',
+                    help='what the ranking orders by: score (paired tests, rank intervals; the default) or an '
+                    'effective length (ruler, nolima: rank intervals from their 95%% intervals)')
     ap.add_argument('--ruler-threshold', type=float, default=RULER_THRESHOLD)
     ap.add_argument('--nolima-ratio', type=float, default=NOLIMA_RATIO)
     ap.add_argument('--no-plots', action='store_true')
@@ -127,12 +128,14 @@ def run_report(args) -> dict:
     print(to_markdown(report) + section([u for u, _ in lost]))
     comparer = cmp.Comparer(report, merged.results, merged.marks)
     pairs = [tuple(args.compare)] if args.compare else list(itertools.combinations(models, 2))
-    table, board = comparer.table(pairs), comparer.leaderboard(args.rank_by)
+    board = comparer.leaderboard(args.rank_by)
+    # every pair on every row up to FULL_TABLE_UP_TO models; above, the comparisons the ranks rest on
+    table = comparer.table(pairs) if args.compare or len(models) <= cmp.FULL_TABLE_UP_TO else comparer.ranked_table()
     if pairs:
         md = cmp.to_markdown(table, board, args.rank_by)
         paths['compare'] = {'md': _write(os.path.join(out, 'longctx_compare.md'), md),
                             'csv': _write(os.path.join(out, 'longctx_compare.csv'), cmp.to_csv(table)),
-                            'json': _write(os.path.join(out, 'longctx_compare.json'), cmp.to_json(table, board))}
+                            'json': _write(os.path.join(out, 'longctx_compare.json'), cmp.to_json(table, board, args.rank_by))}
         print(md)
     if not args.no_html:
         from opencompass_longctx.summarizers import html

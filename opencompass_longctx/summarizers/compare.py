@@ -1,4 +1,4 @@
-"""Which model is better: paired differences over the samples both models ran, and a ranking with rank groups.
+"""Which model is better: paired differences over the samples both models ran, and ranks with rank intervals.
 
 For two models A and B, per benchmark row and tier of the tier table, the difference A - B (percentage points) is
 taken over the samples both ran, matched by their identity: for a dataset both models read, a hash of the
@@ -6,24 +6,26 @@ sample's prompt text and gold answer (the prompt without the model wrapper's ren
 fingerprint); for datasets copied per model tokenizer (``<dataset>@<model>``, NoLiMa), the sample's position and
 gold answer (the copies list the same needles at the same depths in the same order; their haystacks differ by
 design). A row over several datasets weights them as the table does (the mean of its datasets, or of its rows);
-``tier='mean'`` is the row's mean over the tiers both models have.
+``tier='mean'`` is the row's mean over the tiers both models have (the cells they share, never a tier only one has).
 
 Samples that are not scored answers are left out of the pair, and counted in ``excluded`` by reason: over-length
 (the prompt was not sent), engine too small, engine error (:mod:`opencompass_longctx.overlength`), on either
 side; so are samples only one model has (``unmatched``).
 
-The test and its 95% interval (:mod:`.paired_tests`) rest on the benchmark's own statement of how its samples
-are related (``Bench.cluster_of``, read from each sample's details): NoLiMa's samples of one needle entry are one
-cluster across its datasets and tiers, BABILong's story at one position of a task one cluster across its tiers,
-LongBioBench's samples of one seed one cluster across its cells and tiers. The test is a sign-flip permutation over
-clusters with the interval from the same test inverted (``sign-flip``). Where every cluster holds one pair (the
-pairs are independent: one BABILong tier), every value is 0/1 and every pair weighs the same, the exact McNemar
-test (``mcnemar``); otherwise (unequal weights, non-0/1 values) the sign flip over clusters. A comparison with no variance (one cluster; every cluster the same
-difference) is ``not testable`` and never significant; one over fewer than ten clusters is shown, not starred.
+The test and its 95% interval (:mod:`opencompass_longctx.stats.paired`) rest on the benchmark's own statement of how
+its samples are related (``Bench.cluster_of``, read from each sample's details): NoLiMa's samples of one needle entry
+are one cluster across its datasets and tiers, BABILong's story at one position of a task one cluster across its
+tiers, LongBioBench's samples of one seed one cluster across its cells and tiers. Where every cluster holds one pair
+(independent pairs: one BABILong tier), every value is 0/1 and every pair weighs the same: the exact McNemar test
+(``mcnemar``); otherwise the sign-flip test over clusters (``sign-flip``: exact up to 20 clusters; ``sign-flip
+(normal)``: its normal approximation above). ``*`` marks p < 0.05. A test over fewer than 6 clusters is ``not
+testable`` (no sign flip can reach p < 0.05 there) and never significant.
 
-``*`` marks a significant difference (p < 0.05, testable, at least ten clusters). The ranking of a benchmark (its
-``mean`` row, else its first) and its rank groups: :meth:`Comparer.leaderboard`.
+The leaderboard (:meth:`Comparer.leaderboard`) ranks each benchmark's ranking row (its ``mean`` row, else its
+first) per tier and overall, with rank intervals from all pairwise tests under Holm's correction
+(:mod:`opencompass_longctx.stats.ranks`).
 """
+import itertools
 import math
 import zlib
 from dataclasses import asdict, dataclass, field
@@ -32,19 +34,21 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from opencompass_longctx.overlength import ENGINE_ERROR, ENGINE_TOO_SMALL, OVER_LENGTH
+from opencompass_longctx.stats import paired as stats
+from opencompass_longctx.stats.ranks import holm, length_rank_intervals, rank_intervals, rank_text
 from opencompass_longctx.tiers import parse_tier
-from opencompass_longctx.summarizers import paired_tests as stats
 from opencompass_longctx.summarizers.merge import MergedResults, ReportInputError, content_sha, per_model_copy, prompt_text, read_predictions
 from opencompass_longctx.summarizers.intervals import detail_value, value_key
 from opencompass_longctx.summarizers.formats import effective_text
 from opencompass_longctx.summarizers.table import row_task_names
 from opencompass_longctx.summarizers.rows import bench_by_name
 from opencompass_longctx.errors import LongCtxError
-RESAMPLES = stats.RESAMPLES
-SEED = stats.SEED
 LEVEL = stats.LEVEL
-_MARKERS = {OVER_LENGTH: 'over-length', ENGINE_TOO_SMALL: 'engine too small', ENGINE_ERROR: 'engine error'}
+STATUS = ('scored', 'over-length', 'engine too small', 'engine error')
+_MARKERS = {OVER_LENGTH: 1, ENGINE_TOO_SMALL: 2, ENGINE_ERROR: 3}
 DIRECTION = 'leader - model'
+RANK_BY = ('score', 'ruler', 'nolima')
+FULL_TABLE_UP_TO = 10     # models: every pair on every row; above, the comparisons the ranks rest on
 
 
 class NotPaired(LongCtxError):
@@ -67,27 +71,42 @@ class Paired:
     excluded: Dict[str, int] = field(default_factory=dict)
     unmatched: int = 0
     note: str = ''
-    testable: bool = True     # False: no variance to test the difference against (method 'not testable')
+    testable: bool = True     # False: no test at this level could reject (method 'not testable')
     clusters: int = 0         # how many clusters (independent units) the test rests on
 
     @property
     def significant(self) -> bool:
-        """p < 0.05 from a testable comparison over at least ``MIN_CLUSTERS`` clusters (the interval then
-        excludes 0)."""
-        return (self.testable and self.method != stats.NOT_TESTABLE and self.p is not None and self.p < stats.ALPHA
-                and self.clusters >= stats.MIN_CLUSTERS)
+        """p < 0.05 from a testable comparison (the interval then excludes 0)."""
+        return self.testable and self.method != stats.NOT_TESTABLE and self.p is not None and self.p < stats.ALPHA
+
+
+@dataclass
+class Samples:
+    """One model's scored samples of one dataset (a split of it where the row filters its details), as arrays:
+    ``key`` the sample's identity code (unique), ``value`` in [0, 1] (NaN where not scored), ``status`` an index of
+    :data:`STATUS`, ``cluster`` the sample's cluster code (-1: none declared)."""
+    key: np.ndarray
+    value: np.ndarray
+    status: np.ndarray
+    cluster: np.ndarray
 
 
 # ---------------------------------------------------------------------------------------------- samples
-def _cluster(bench, task: str, d: dict, position: int, where: str) -> Optional[tuple]:
+class Codes(dict):
+    """Interned identities: the same text gets the same integer code (shared by every model of a comparison)."""
+
+    def of(self, key) -> int:
+        return self.setdefault(key, len(self))
+
+
+def _cluster(bench, task: str, d: dict, position: int, where: str):
     """The sample's cluster (``Bench.cluster_of``; None: the benchmark declares none)."""
     try:
-        c = bench.cluster_of(d, task, position)
+        return bench.cluster_of(d, task, position)
     except KeyError as e:
         raise NotPaired(f'{where}: its per-sample details have no {e.args[0]!r}, which names the clusters of this '
                         'benchmark (results written by an older version: evaluate the run again with '
                         '`opencompass ... -r` to compare it)') from None
-    return None if c is None else ('c', c)
 
 
 def _predictions(results: MergedResults, model: str, abbr: str) -> Optional[List[dict]]:
@@ -99,9 +118,11 @@ def _predictions(results: MergedResults, model: str, abbr: str) -> Optional[List
 
 
 def units(results: MergedResults, model: str, abbr: str, metric: str, detail_filter: Tuple[str, str] = (),
-          bench=None) -> List[Tuple[tuple, Optional[float], str, Optional[tuple]]]:
-    """[(identity, value 0..1 or None, status, cluster or None)] per sample of a result; NotPaired when its score
-    cannot be read back from its per-sample details (or a clustered benchmark's details do not name the cluster)."""
+          bench=None, idents: Optional[Codes] = None, clusters: Optional[Codes] = None) -> Samples:
+    """The samples of a result (:class:`Samples`); NotPaired when its score cannot be read back from its
+    per-sample details, a value is not a finite number, or a clustered benchmark's details do not name the cluster.
+    ``idents``, ``clusters``: the code books shared by the models compared (fresh ones when not given)."""
+    idents, clusters = idents if idents is not None else Codes(), clusters if clusters is not None else Codes()
     res = results.get(model, abbr)
     if not res or 'error' in res or not isinstance(res.get('details'), list):
         raise NotPaired(f'{model}/{abbr}: no per-sample details')
@@ -114,92 +135,96 @@ def units(results: MergedResults, model: str, abbr: str, metric: str, detail_fil
     rows = []
     for i, d in enumerate(details):
         pred = preds[i].get('prediction') if preds else None
-        status = _MARKERS.get(pred) if isinstance(pred, str) else None
-        status = status or ('over-length' if detail_value(d, 'over_length') else 'scored')
+        status = _MARKERS.get(pred, 0) if isinstance(pred, str) else 0
+        status = status or (1 if detail_value(d, 'over_length') else 0)
         gold = preds[i].get('gold') if preds else detail_value(d, 'answer')
         if per_model_copy(abbr) or not preds:
             ident = content_sha([i, gold])
         else:
             ident = content_sha([prompt_text(preds[i].get('origin_prompt')), gold])
         v = detail_value(d, key)
-        value = float(v) if status == 'scored' and isinstance(v, (bool, int, float)) else None
-        group = detail_value(d, 'sample') if status == 'scored' else None
-        cluster = (_cluster(bench, task, d, i, f'{model}/{abbr}') if status == 'scored' and bench is not None
-                   else None)
+        value = float(v) if status == 0 and isinstance(v, (bool, int, float)) else None
+        if value is not None and not math.isfinite(value):
+            raise NotPaired(f'{model}/{abbr}: sample {i} has {key} = {value!r}, not a number in [0, 1]')
+        group = detail_value(d, 'sample') if status == 0 else None
+        cluster = _cluster(bench, task, d, i, f'{model}/{abbr}') if status == 0 and bench is not None else None
         rows.append(dict(ident=ident, value=value, status=status, group=(i,) if group is None else ('s', group),
-                         cluster=cluster,
+                         cluster=-1 if cluster is None else clusters.of(cluster),
                          keep=not detail_filter or detail_value(d, detail_filter[0]) == detail_filter[1]))
     for collapse in (True, False):
-        out, seen = [], {}
         groups: Dict[tuple, List[dict]] = {}
         for r in rows:
             groups.setdefault(r['group'] if collapse else (id(r),), []).append(r)
         if collapse and any(len({(r['value'], r['status']) for r in g}) > 1 for g in groups.values()):
             continue
+        out, seen = [], {}
         for g in groups.values():
             r = g[0]
             k = seen[r['ident']] = seen.get(r['ident'], -1) + 1
-            out.append(((r['ident'], k), r['value'], r['status'], r['keep'], r['cluster']))
-        scored = [v for _, v, s, _, _ in out if s == 'scored']
+            out.append((idents.of((r['ident'], k)), r['value'], r['status'], r['keep'], r['cluster']))
+        scored = [v for _, v, st, _, _ in out if st == 0]
         if scored and None not in scored and (metric not in res or abs(100.0 * sum(scored) / len(scored)
                                                                        - float(res[metric])) < 1e-6):
-            return [(i, v, s, c) for i, v, s, keep, c in out if keep]
+            kept = [x for x in out if x[3]]
+            return Samples(np.array([x[0] for x in kept], dtype=np.int64),
+                           np.array([np.nan if x[1] is None else x[1] for x in kept], dtype=float),
+                           np.array([x[2] for x in kept], dtype=np.int8),
+                           np.array([x[4] for x in kept], dtype=np.int64))
     raise NotPaired(f'{model}/{abbr}: its {metric} is not the mean of its per-sample {key!r} values')
 
 
-def pair_units(ua, ub) -> Tuple[List[Tuple[float, float, Optional[tuple]]], Dict[str, int], int]:
-    """(pairs of scored values with A's cluster, in A's sample order; excluded counts by reason; samples only one
-    side has)."""
-    a, b = {i: (v, s, c) for i, v, s, c in ua}, {i: (v, s) for i, v, s, _ in ub}
-    pairs, excluded = [], {}
-    for i in (i for i, *_ in ua if i in b):
-        (va, sa, cluster), (vb, sb) = a[i], b[i]
-        if sa == 'scored' and sb == 'scored':
-            pairs.append((va, vb, cluster))
-        else:
-            reason = sa if sa != 'scored' else sb
-            excluded[reason] = excluded.get(reason, 0) + 1
-    return pairs, excluded, len(a.keys() ^ b.keys())
+def pair_units(ua: Samples, ub: Samples) -> Tuple[np.ndarray, np.ndarray, np.ndarray, Dict[str, int], int]:
+    """(A's values, B's values, A's clusters) of the samples both scored, in A's sample order; excluded counts by
+    reason (a marker or over-length on either side); the number of samples only one side has."""
+    _, ia, ib = np.intersect1d(ua.key, ub.key, assume_unique=True, return_indices=True)
+    order = np.argsort(ia, kind='stable')
+    ia, ib = ia[order], ib[order]
+    sa, sb = ua.status[ia], ub.status[ib]
+    both = (sa == 0) & (sb == 0)
+    reason = np.where(sa != 0, sa, sb)[~both]
+    excluded = {STATUS[k]: int(c) for k, c in enumerate(np.bincount(reason, minlength=len(STATUS))) if k and c}
+    unmatched = len(ua.key) + len(ub.key) - 2 * len(ia)
+    return ua.value[ia][both], ub.value[ib][both], ua.cluster[ia][both], excluded, unmatched
 
 
-def paired_test(strata: Sequence[Tuple[float, Sequence[Tuple[float, float, Optional[tuple]]]]],
-                resamples: int = RESAMPLES, seed: int = SEED) -> stats.Test:
-    """The test of [(dataset weight, [(A value, B value, cluster or None)])]: exact McNemar where the pairs are
+def paired_test(strata: Sequence[Tuple[float, np.ndarray, np.ndarray, np.ndarray]]) -> stats.Test:
+    """The test of [(dataset weight, A values, B values, clusters (-1: none))]: exact McNemar where the pairs are
     independent (every cluster holds one pair: a benchmark that declares no clusters, or BABILong's stories within
     one tier), every value is 0/1 and every pair weighs the same; else the sign flip over clusters (a sample
     without a cluster is its own)."""
-    total = sum(w for w, _ in strata)
-    d, w, cl, codes = [], [], [], {}
-    for s, (weight, pairs) in enumerate(strata):
-        for k, (x, y, cluster) in enumerate(pairs):
-            d.append(x - y)
-            w.append(weight / total / len(pairs))
-            cl.append(codes.setdefault((s, k) if cluster is None else cluster, len(codes)))
-    binary = all(x in (0.0, 1.0) and y in (0.0, 1.0) for _, pairs in strata for x, y, _ in pairs)
-    independent = len(codes) == len(d)
-    if independent and binary and len({round(x, 12) for x in w}) == 1:
-        return stats.mcnemar(sum(1 for x in d if x > 0), sum(1 for x in d if x < 0), len(d))
-    return stats.sign_flip(np.array(d), np.array(w), np.array(cl), resamples, seed)
+    total = sum(w for w, *_ in strata)
+    d = np.concatenate([np.asarray(a, float) - np.asarray(b, float) for _, a, b, _ in strata])
+    w = np.concatenate([np.full(len(a), weight / total / len(a)) for weight, a, _, _ in strata])
+    values = np.concatenate([np.concatenate([np.asarray(a, float), np.asarray(b, float)]) for _, a, b, _ in strata])
+    cl = np.concatenate([np.asarray(c, np.int64) for *_, c in strata])
+    own = cl < 0
+    cl = np.where(own, cl.max(initial=0) + 1 + np.cumsum(own), cl)   # a sample without a cluster is its own
+    binary = bool(np.all((values == 0) | (values == 1)))
+    independent = len(np.unique(cl)) == len(d)
+    if independent and binary and np.ptp(w) <= 1e-12 * w.max():
+        return stats.mcnemar(int(np.sum(d > 0)), int(np.sum(d < 0)), len(d))
+    return stats.sign_flip(d, w, cl)
 
 
 # ---------------------------------------------------------------------------------------------- the table
 class Comparer:
-    def __init__(self, report: dict, results: MergedResults, marks: Dict[Tuple[str, str], str],
-                 resamples: int = RESAMPLES):
-        self.report, self.results, self.marks, self.resamples = report, results, marks, resamples
+    def __init__(self, report: dict, results: MergedResults, marks: Dict[Tuple[str, str], str]):
+        self.report, self.results, self.marks = report, results, marks
         self.rows = {(r.model, r.bench, r.row): r for r in report['rows']}
         self.fps = report.get('fingerprints') or {}
         self._memo: Dict[tuple, Paired] = {}
-        self._unit_memo: Dict[tuple, list] = {}
+        self._unit_memo: Dict[tuple, object] = {}
+        self.idents, self.clusters = Codes(), Codes()
 
     def models(self) -> List[str]:
         return list(dict.fromkeys(r.model for r in self.report['rows']))
 
-    def _units(self, model: str, abbr: str, spec, detail_filter: Tuple[str, str]) -> list:
+    def _units(self, model: str, abbr: str, spec, detail_filter: Tuple[str, str]) -> Samples:
         key = (model, abbr, detail_filter)
         if key not in self._unit_memo:
             try:
-                self._unit_memo[key] = units(self.results, model, abbr, spec.metric, detail_filter, spec)
+                self._unit_memo[key] = units(self.results, model, abbr, spec.metric, detail_filter, spec,
+                                             self.idents, self.clusters)
             except NotPaired as e:
                 self._unit_memo[key] = e
         found = self._unit_memo[key]
@@ -230,33 +255,46 @@ class Comparer:
                 except NotPaired as e:
                     notes.append(str(e))
                     continue
-                pairs, excl, unmatched = pair_units(ua, ub)
+                va, vb, cl, excl, unmatched = pair_units(ua, ub)
                 for k, v in excl.items():
                     out.excluded[k] = out.excluded.get(k, 0) + v
                 out.unmatched += unmatched
                 if (a, da) in self.marks or (b, db) in self.marks:
-                    notes.append(f'{t}: the datasets differ; over the {len(pairs)} samples both have')
-                if pairs:
-                    mine.append(pairs)
-            strata += [(1.0 / len(subrows) / len(mine), p) for p in mine]
+                    notes.append(f'{t}: the datasets differ; over the {len(va)} samples both have')
+                if len(va):
+                    mine.append((va, vb, cl))
+            strata += [(1.0 / len(subrows) / len(mine), *x) for x in mine]
         return strata, notes
+
+    def shared_tiers(self, a: str, b: str, bench: str, row: str) -> List[str]:
+        """The tiers where both models have a score on the row (the cells a comparison over tiers rests on)."""
+        ra, rb = self.rows.get((a, bench, row)), self.rows.get((b, bench, row))
+        if ra is None or rb is None:
+            return []
+        return [t for t in self.report['bench_tiers'][bench] if t in ra.cells and t in rb.cells
+                and ra.cells[t].status == 'ok' and rb.cells[t].status == 'ok']
 
     def compare(self, a: str, b: str, bench: str, row: str, tier: str) -> Paired:
         key = (a, b, bench, row, tier)
         if key in self._memo:
             return self._memo[key]
+        flipped = self._memo.get((b, a, bench, row, tier))
+        if flipped is not None:   # the same comparison the other way round
+            out = _reversed(flipped)
+            self._memo[key] = out
+            return out
         out = Paired(a, b, bench, row, tier)
         ra, rb = self.rows.get((a, bench, row)), self.rows.get((b, bench, row))
         if ra is None or rb is None:
             out.note = f'not compared: {a if ra is None else b} has no {bench} {row} row'
+            out.testable = False
             self._memo[key] = out
             return out
-        tiers = ([t for t in self.report['bench_tiers'][bench] if t in ra.cells and t in rb.cells
-                  and ra.cells[t].status == 'ok' and rb.cells[t].status == 'ok'] if tier == 'mean' else [tier])
+        tiers = self.shared_tiers(a, b, bench, row) if tier == 'mean' else [tier]
         strata, notes = [], []
         for t in tiers:
             s, n = self._strata(a, b, bench, row, t, out)
-            strata += [(w / len(tiers), p) for w, p in s]
+            strata += [(w / len(tiers), *x) for w, *x in s]
             notes += [f'{t}: {x}' if tier == 'mean' else x for x in n]
         if tier != 'mean':
             bad = [f'{m} {c.status.upper()}' for m, c in ((a, ra.cells.get(tier)), (b, rb.cells.get(tier)))
@@ -264,16 +302,17 @@ class Comparer:
             if bad:
                 notes.insert(0, 'not compared: ' + ', '.join(bad))
         if strata:
-            test = paired_test(strata, self.resamples,
-                               SEED ^ zlib.crc32('/'.join(key[2:]).encode()))  # not the names: a rename changes nothing
-            out.pairs = sum(len(p) for _, p in strata)
+            test = paired_test(strata)
+            out.pairs = sum(len(x[1]) for x in strata)
             out.diff, out.lo, out.hi, out.p = test.diff, test.lo, test.hi, test.p
             out.method, out.clusters, out.testable = test.method, test.clusters, test.testable
             if test.note:
                 notes.insert(0, test.note)
-        elif not notes:
-            notes.append('not compared: no tier where both have a score' if not tiers else
-                         'no samples both models scored')
+        else:
+            out.testable = False
+            if not notes:
+                notes.append('not compared: no tier where both have a score' if not tiers else
+                             'no samples both models scored')
         out.note = '; '.join(dict.fromkeys(notes))
         self._memo[key] = out
         return out
@@ -290,59 +329,125 @@ class Comparer:
                 out += [self.compare(a, b, bench, row, t) for t in tiers + ['mean']]
         return out
 
-    def leaderboard(self, rank_by: str = 'ruler') -> List[dict]:
-        """The ranking of each benchmark (its ``mean`` row, else its first) and its rank groups.
+    def ranked_table(self) -> List[Paired]:
+        """The comparisons the leaderboard's ranks rest on (each pair once, per tier and over tiers), in the
+        ranking rows' order; call :meth:`leaderboard` first."""
+        keep, seen, out = set(self.ranking_rows()), set(), []
+        for (a, b, bench, row, tier), p in self._memo.items():
+            pair = (frozenset((a, b)), bench, row, tier)
+            if (bench, row) in keep and pair not in seen:
+                seen.add(pair)
+                out.append(p)
+        return out
 
-        Models are ordered by effective length (``rank_by``), then mean. The first model leads group 1; each next
-        model is compared with the leader of the current group (``vs``: leader - model, over their common tiers,
-        :meth:`compare`) and starts the next group (becoming its leader) only when both hold:
-
-        1. the difference is significant after Holm's step-down correction over every pairwise comparison of this
-           benchmark's ranking (adjusted p < 0.05; a comparison that is not testable, or rests on fewer than ten
-           clusters, is never significant), and
-        2. the effective lengths are apart: their 95% intervals (``effective[rank_by]['interval']``, tiers; the
-           point alone where a row has none) do not overlap. When both models have the same effective length the
-           order is decided by the mean, and the test alone decides.
-
-        So two models whose scores at the deciding tier differ by noise (overlapping effective-length intervals)
-        are never split. A model with no paired sample with the leader starts a new group (nothing says they are
-        alike). Each entry says why it joined or split (``decision``).
-        """
+    def ranking_rows(self) -> List[Tuple[str, str]]:
+        """(benchmark, row) of each benchmark's ranking: its ``mean`` row, else its first row with a score."""
         out = []
         for bench in self.report['bench_tiers']:
             spec = bench_by_name(bench)
-            present = [r.name for r in spec.rows if any(k[1:] == (bench, r.name) for k in self.rows)]
-            ok = [n for n in present if any(c.status == 'ok' for k, r in self.rows.items() if k[1:] == (bench, n)
-                                            for c in r.cells.values())]
+            ok = [r.name for r in spec.rows if any(c.status == 'ok' for k, x in self.rows.items()
+                                                   if k[1:] == (bench, r.name) for c in x.cells.values())]
             if ok:
-                out += self._ranking(bench, 'mean' if 'mean' in ok else ok[0], rank_by)
+                out.append((bench, 'mean' if 'mean' in ok else ok[0]))
         return out
 
-    def _ranking(self, bench: str, row: str, rank_by: str) -> List[dict]:
-        unit = bench_by_name(bench).tier_unit
-        entries = [r for k, r in self.rows.items() if k[1:] == (bench, row)]
-        entries.sort(key=lambda r: (_length(r.effective.get(rank_by, {}).get('contiguous'), unit),
-                                    -math.inf if r.mean is None else r.mean), reverse=True)
-        family = [self.compare(x.model, y.model, bench, row, 'mean') for i, x in enumerate(entries)
-                  for y in entries[i + 1:]]
-        family = [p for p in family if p.testable and p.p is not None]
-        adjusted = dict(zip(map(id, family), stats.holm([p.p for p in family])))
-        out, group, leader = [], 0, None
-        for r in entries:
-            vs, decision = None, 'leads the ranking'
-            if leader is not None:
-                vs = self.compare(leader.model, r.model, bench, row, 'mean')
-                split, decision = _split(vs, adjusted.get(id(vs)), leader.effective.get(rank_by) or {},
-                                         r.effective.get(rank_by) or {}, unit)
-            if vs is None or split:
-                group, leader = group + 1, r
-            eff = r.effective.get(rank_by) or {}
-            out.append(dict(bench=bench, row=row, rank=group, model=r.model, effective=eff.get('contiguous'),
-                            effective_interval=eff.get('interval'), mean=r.mean, leader=vs and vs.a,
-                            direction=vs and DIRECTION, decision=decision,
-                            vs=None if vs is None else dict(asdict(vs), significant=vs.significant,
-                                                            p_holm=adjusted.get(id(vs)), direction=DIRECTION)))
+    def leaderboard(self, rank_by: str = 'score') -> List[dict]:
+        """The ranking of each benchmark's ranking row, one entry per model, in rank order (:data:`RANK_RULE`).
+
+        ``rank_by='score'``: by the paired tests. Per tier, the models with a score there; overall, every pair
+        compared on the tiers both have (``tier='mean'``). Holm's correction runs over every pair of one ranking
+        (one tier, or overall); a model's rank interval is [1 + models significantly better, K - models
+        significantly worse] (:func:`..stats.ranks.rank_intervals`). The order: overall, by pairwise wins on the
+        shared tiers (a model better than another on the tiers both have wins that pair), then the mean of its own
+        tiers. ``rank_by='ruler'`` or ``'nolima'``: by that effective length, its rank interval from the effective
+        lengths' 95% intervals (:func:`..stats.ranks.length_rank_intervals`)."""
+        if rank_by not in RANK_BY:
+            raise ValueError(f'rank_by {rank_by!r}: one of {", ".join(RANK_BY)}')
+        out = []
+        for bench, row in self.ranking_rows():
+            out += self._ranking(bench, row, rank_by)
         return out
+
+    def family(self, models: Sequence[str], bench: str, row: str, tier: str):
+        """(rank intervals, {(a, b): the comparison}, {(a, b): its Holm-adjusted p}) of every pair of ``models``."""
+        tests = {(x, y): self.compare(x, y, bench, row, tier) for x, y in itertools.combinations(models, 2)}
+        fam = [k for k, p in tests.items() if p.testable and p.p is not None and p.diff is not None]
+        adjusted = dict(zip(fam, holm([tests[k].p for k in fam])))
+        better = {}
+        for (x, y), q in adjusted.items():
+            if q < stats.ALPHA and tests[x, y].significant:
+                better[(x, y) if tests[x, y].diff > 0 else (y, x)] = True
+        return rank_intervals(models, better), tests, adjusted
+
+    def _ranking(self, bench: str, row: str, rank_by: str) -> List[dict]:
+        spec = bench_by_name(bench)
+        rows = [r for k, r in self.rows.items() if k[1:] == (bench, row)
+                and any(c.status == 'ok' for c in r.cells.values())]
+        models = [r.model for r in rows]
+        by_model = {r.model: r for r in rows}
+        tiers = self.report['bench_tiers'][bench]
+        tier_ranks = {}
+        for t in tiers:
+            have = [r.model for r in rows if t in r.cells and r.cells[t].status == 'ok']
+            if have:
+                tier_ranks[t] = self.family(have, bench, row, t)[0]
+        ranks, tests, adjusted = self.family(models, bench, row, 'mean')
+        wins = {m: 0 for m in models}
+        for (x, y), p in tests.items():
+            if p.diff is not None and p.diff != 0:
+                wins[x if p.diff > 0 else y] += 1
+                wins[y if p.diff > 0 else x] -= 1
+        own = {m: -math.inf if by_model[m].mean is None else by_model[m].mean for m in models}
+        if rank_by == 'score':
+            order = sorted(models, key=lambda m: (-wins[m], -own[m]))
+        else:
+            spans = {m: _span(by_model[m].effective.get(rank_by) or {}, spec.tier_unit) for m in models}
+            ranks = length_rank_intervals(spans)
+            order = sorted(models, key=lambda m: (-_length((by_model[m].effective.get(rank_by) or {})
+                                                           .get('contiguous'), spec.tier_unit), -own[m]))
+        most = max((len(self.shared_tiers(m, m, bench, row)) for m in models), default=0)
+        leader = order[0] if order else None
+        out = []
+        for m in order:
+            r = by_model[m]
+            vs = None if m == leader else self.compare(leader, m, bench, row, 'mean')
+            p_holm = None if vs is None else adjusted.get((leader, m), adjusted.get((m, leader)))
+            mine = self.shared_tiers(m, m, bench, row)
+            eff = r.effective.get('ruler' if rank_by == 'score' else rank_by) or {}
+            lo, hi = ranks[m]
+            out.append(dict(
+                bench=bench, row=row, rank=lo, rank_hi=hi, rank_text=rank_text((lo, hi)), model=m,
+                rank_by=rank_by, tier_ranks={t: list(tr[m]) for t, tr in tier_ranks.items() if m in tr},
+                tiers=mine, partial=len(mine) < most, mean=r.mean,
+                effective=eff.get('contiguous'), effective_interval=eff.get('interval'),
+                leader=leader if vs is not None else None, direction=vs and DIRECTION,
+                decision=_decision(m, lo, hi, len(models), tests, adjusted, rank_by, len(mine), most),
+                vs=None if vs is None else dict(asdict(vs), significant=vs.significant and p_holm is not None
+                                                and p_holm < stats.ALPHA, p_holm=p_holm, direction=DIRECTION)))
+        return out
+
+
+def _reversed(p: Paired) -> Paired:
+    """B - A from A - B (the same samples and test; the interval turned round)."""
+    flip = (lambda v: None if v is None else -v)  # noqa: E731
+    return Paired(p.b, p.a, p.bench, p.row, p.tier, flip(p.diff), flip(p.hi), flip(p.lo), p.method, p.p, p.pairs,
+                  dict(p.excluded), p.unmatched, p.note, p.testable, p.clusters)
+
+
+def _decision(m: str, lo: int, hi: int, k: int, tests: dict, adjusted: dict, rank_by: str, tiers: int,
+              most: int) -> str:
+    """Why the model holds the ranks it holds, in one line."""
+    partial = f'; ranked on its {tiers} of {most} tiers' if tiers < most else ''
+    if rank_by != 'score':
+        return (f'ranks {rank_text((lo, hi))} of {k}: by {rank_by} effective length (its 95% interval against the '
+                f'others\')' + partial)
+    better = sorted((x if p.diff > 0 else y) for (x, y), p in tests.items() if m in (x, y) and p.diff is not None
+                    and adjusted.get((x, y), 1.0) < stats.ALPHA and p.significant and (x if p.diff > 0 else y) != m)
+    worse = sum(1 for (x, y), p in tests.items() if m in (x, y) and p.diff is not None
+                and adjusted.get((x, y), 1.0) < stats.ALPHA and p.significant and (x if p.diff > 0 else y) == m)
+    named = ', '.join(better[:3]) + (f' and {len(better) - 3} more' if len(better) > 3 else '')
+    return (f'ranks {rank_text((lo, hi))} of {k}: {len(better)} significantly better' + (f' ({named})' if better else '')
+            + f', {worse} significantly worse (Holm over the {len(adjusted)} pairs)' + partial)
 
 
 def _length(tier: Optional[str], unit: int) -> float:
@@ -362,25 +467,14 @@ def _span(eff: dict, unit: int) -> Optional[Tuple[float, float]]:
     return _length(interval[0], unit), _length(interval[1], unit)
 
 
-def _split(vs: Paired, p_holm: Optional[float], lead: dict, mine: dict, unit: int) -> Tuple[bool, str]:
-    """(whether the model starts a new rank group, and why): the rule of :meth:`Comparer.leaderboard`."""
-    if vs.diff is None:
-        vs.note = vs.note or 'no paired samples with the group leader'
-        return True, 'new group: no paired samples with the group leader'
-    if not vs.significant or p_holm is None or p_holm >= stats.ALPHA:
-        why = vs.note if not vs.testable else (f'Holm-adjusted p = {p_holm:.3g}' if p_holm is not None else
-                                               'not significant')
-        return False, f'joins: not significantly different from the leader ({why})'
-    a, b = _span(lead, unit), _span(mine, unit)
-    if lead.get('contiguous') != mine.get('contiguous') and a and b and a[0] <= b[1] and b[0] <= a[1]:
-        return False, (f'joins: significant (Holm-adjusted p = {p_holm:.3g}), but the effective-length intervals '
-                       'overlap')
-    return True, f'new group: significant (Holm-adjusted p = {p_holm:.3g})'
-
-
 # ---------------------------------------------------------------------------------------------- output
 def _num(v: Optional[float], fmt: str = '+.1f') -> str:
     return '' if v is None else format(v, fmt)
+
+
+def _md(text) -> str:
+    """A Markdown table cell: a '|' escaped, line breaks as spaces."""
+    return str(text).replace('\\', '\\\\').replace('|', '\\|').replace('\r', ' ').replace('\n', ' ')
 
 
 def interval_text(p: Paired) -> str:
@@ -402,15 +496,19 @@ def method_text(p: Paired) -> str:
 
 
 METHODS = ('Methods (95% level): sign-flip = a sign-flip permutation test over clusters (samples that share text, '
-           "as the benchmark declares them: NoLiMa's needle entry; else every sample its own), its interval the same "
-           f'test inverted ({RESAMPLES} seeded sign vectors, every one for at most {stats.EXACT_UP_TO} clusters); '
+           "as the benchmark declares them: NoLiMa's needle entry; else every sample its own), every one of the 2^G "
+           f'sign vectors counted for G <= {stats.EXACT_UP_TO} clusters (a uniform win over G clusters: p = 2/2^G), '
+           'its interval the same test inverted; sign-flip (normal) = its normal approximation, for more clusters; '
            'mcnemar = the exact McNemar test and Clopper-Pearson interval, for independent 0/1 samples of equal '
-           'weight; not testable = no variance to judge the difference against (one cluster, or every cluster the '
-           f'same difference): never significant. * = p < 0.05 over at least {stats.MIN_CLUSTERS} clusters.')
-RANK_RULE = ('Rank groups: models ordered by effective length ({rank_by}), then mean. A model joins the current '
-             'group unless its difference from the group\'s leader (leader - model, paired over their common tiers) '
-             "is significant after Holm's step-down correction over all pairwise comparisons of the benchmark's "
-             'ranking AND (when their effective lengths differ) their effective-length 95% intervals do not overlap.')
+           f'weight; not testable = fewer than {stats.MIN_TESTABLE} clusters, where no sign flip can reach p < 0.05. '
+           '* = p < 0.05.')
+RANK_RULE = ('Ranks ({rank_by}): by score, every pair of models is compared (paired, over the samples and the tiers '
+             "both have) and Holm's step-down correction runs over all pairs of the ranking at once; a model's rank "
+             'interval is [1 + the models significantly better, K - the models significantly worse] (a single number '
+             'when both ends meet; models whose intervals share a rank are not told apart). Models are listed by '
+             'pairwise wins on their shared tiers, then their mean. Per tier the same over the models with a score '
+             'there. By ruler or nolima: by that effective length, the rank interval from the effective lengths\' '
+             '95% intervals (a model is above another only when its interval lies wholly above).')
 
 
 def _board_line(e: dict) -> str:
@@ -419,24 +517,32 @@ def _board_line(e: dict) -> str:
     eff = effective_text(dict(contiguous=e['effective'], interval=e.get('effective_interval')))
     diff = ('' if p is None else f'{p.a} - {p.b} = {p.diff:+.1f}' + (' *' if vs.get('significant') else '')
             if p.diff is not None else p.note)
-    return '| ' + ' | '.join([e['bench'], e['row'], str(e['rank']), e['model'], eff, _num(e['mean'], '.1f') or '-',
-                              diff, '' if p is None else interval_text(p), '' if p is None else method_text(p),
-                              _num(vs.get('p_holm'), '.3g'), e.get('decision', '')]) + ' |'
+    per_tier = ', '.join(f'{t}: {rank_text(tuple(r))}' for t, r in e.get('tier_ranks', {}).items())
+    return '| ' + ' | '.join(_md(x) for x in [
+        e['bench'], e['row'], e.get('rank_text', e['rank']), e['model'], _num(e['mean'], '.1f') or '-',
+        ', '.join(e.get('tiers') or []) + (' †' if e.get('partial') else ''), per_tier, diff,
+        '' if p is None else interval_text(p), '' if p is None else method_text(p), _num(vs.get('p_holm'), '.3g'),
+        eff, e.get('decision', '')]) + ' |'
 
 
-def to_markdown(table: Sequence[Paired], board: Sequence[dict], rank_by: str = 'ruler') -> str:
+def to_markdown(table: Sequence[Paired], board: Sequence[dict], rank_by: str = 'score') -> str:
+    models = {x for p in table for x in (p.a, p.b)}
     lines = ['Paired differences A - B (percentage points) over the samples both models ran, 95% interval. '
-             + METHODS, '',
-             '| A | B | benchmark | row | tier | A - B | 95% interval | method | p | pairs | excluded | note |',
-             '|' + '---|' * 12]
-    for p in table:
-        lines.append('| ' + ' | '.join([p.a, p.b, p.bench, p.row, p.tier,
-                                        _num(p.diff) + (' *' if p.significant else ''), interval_text(p),
-                                        method_text(p), _num(p.p, '.3g'), str(p.pairs), excluded_text(p),
-                                        p.note]) + ' |')
-    lines += ['', 'Leaderboard per benchmark. ' + RANK_RULE.format(rank_by=rank_by), '',
-              '| benchmark | row | rank | model | eff. len (95% interval) | mean | vs leader (leader - model) | '
-              '95% interval | method | p (Holm) | decision |', '|' + '---|' * 11]
+             + METHODS, '']
+    if len(models) > FULL_TABLE_UP_TO:
+        lines += [f'{len(models)} models: the pairwise table ({len(table)} comparisons) is in longctx_compare.csv '
+                  'and .json; the ranks below rest on it.']
+    else:
+        lines += ['| A | B | benchmark | row | tier | A - B | 95% interval | method | p | pairs | excluded | note |',
+                  '|' + '---|' * 12]
+        for p in table:
+            lines.append('| ' + ' | '.join(_md(x) for x in [
+                p.a, p.b, p.bench, p.row, p.tier, _num(p.diff) + (' *' if p.significant else ''), interval_text(p),
+                method_text(p), _num(p.p, '.3g'), str(p.pairs), excluded_text(p), p.note]) + ' |')
+    lines += ['', 'Leaderboard per benchmark. ' + RANK_RULE.format(rank_by=rank_by)
+              + ' †: the model has fewer tiers than others and is ranked on the tiers it shares with each.', '',
+              '| benchmark | row | rank | model | mean | tiers | rank per tier | vs leader (leader - model, shared '
+              'tiers) | 95% interval | method | p (Holm) | eff. len (95% interval) | why |', '|' + '---|' * 13]
     lines += [_board_line(e) for e in board]
     return '\n'.join(lines) + '\n'
 
@@ -455,9 +561,9 @@ def to_csv(table: Sequence[Paired]) -> str:
     return buf.getvalue()
 
 
-def to_json(table: Sequence[Paired], board: Sequence[dict]) -> str:
+def to_json(table: Sequence[Paired], board: Sequence[dict], rank_by: str = 'score') -> str:
     import json
     rows = [dict(asdict(p), significant=p.significant) for p in table]
-    method = dict(level=LEVEL, resamples=RESAMPLES, seed=SEED, tests=METHODS, min_clusters=stats.MIN_CLUSTERS,
-                  rank_groups=RANK_RULE.format(rank_by='rank_by'))
+    method = dict(level=LEVEL, tests=METHODS, exact_up_to=stats.EXACT_UP_TO, min_testable=stats.MIN_TESTABLE,
+                  ranks=RANK_RULE.format(rank_by=rank_by))
     return json.dumps({'method': method, 'paired': rows, 'leaderboard': list(board)}, indent=1, sort_keys=True)

@@ -8,7 +8,8 @@ import os
 from dataclasses import asdict
 from typing import Dict, List, Optional
 
-from opencompass_longctx.summarizers.metrics import BOOTSTRAP, MIN_CLUSTERS
+from opencompass_longctx.stats.intervals import MIN_CLUSTERS
+from opencompass_longctx.summarizers.metrics import BOOTSTRAP
 from opencompass_longctx.summarizers.rows import BENCHMARKS
 
 
@@ -19,13 +20,15 @@ def _legend(report: dict) -> List[str]:
     return [
         '',
         'How to read this table:',
-        '- A tier column is the score (%) at that context length, ± the half-width of its 95% confidence interval. '
+        '- A tier column is the score (%) at that context length and its 95% confidence interval [lo, hi], always '
+        'inside [0, 100] (asymmetric near 0 and 100). '
         'A tier is a token budget: 1k = 1000 tokens for BABILong and NoLiMa (NoLiMa counts '
         "in the model's own tokenizer), 1024 for LongBioBench; 250 and 500 are NoLiMa's short lengths.",
         '- The intervals rest on how each benchmark\'s samples are related: where samples of a cell share text (a '
-        'cluster), the interval is cluster-robust (CR1 over the clusters, Student\'s t with clusters - 1 degrees of '
-        'freedom), and "Samples per cell" says how many clusters it rests on; where every sample stands alone it is '
-        f'binomial (Agresti-Coull). ±? (k clusters): fewer than {MIN_CLUSTERS} clusters, too few for an interval. '
+        'cluster), the interval is cluster-robust ("clustered": the bias-reduced CR2 variance over the clusters, '
+        'a Wilson interval at its effective sample size, its critical value from a working model of the clusters), '
+        'and "Samples per cell" says how many clusters it rests on; where every sample stands alone it is the Wilson '
+        f'score interval ("wilson"). [? k clusters]: fewer than {MIN_CLUSTERS} clusters, too few for an interval. '
         + '; '.join(f'{b.name}: {b.relation}' for b in BENCHMARKS if b.name in report['references']) + '.',
         '- N/A: the model cannot hold that tier (the tier is above its max_seq_len, or every prompt was longer than '
         'it can take). N/A is left out of the mean, and it ends an effective-length run.',
@@ -128,7 +131,7 @@ def to_markdown(report: dict, with_ci: bool = True) -> str:
 def to_csv(report: dict) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(['model', 'benchmark', 'row', 'tier', 'score', 'ci95', 'n', 'status', 'reason', 'published',
+    w.writerow(['model', 'benchmark', 'row', 'tier', 'score', 'ci_lo', 'ci_hi', 'n', 'status', 'reason', 'published',
                 'published_name', 'diff', 'cells_used', 'cells_total', 'marks', 'ci_method', 'clusters'])
     for r in report['rows']:
         for t in report['tiers']:
@@ -137,7 +140,7 @@ def to_csv(report: dict) -> str:
             c = r.cells[t]
             pub = r.published.get(t)
             w.writerow([r.model, r.bench, r.row, t, '' if c.score is None else round(c.score, 4),
-                        '' if c.ci95 is None else round(c.ci95, 4), c.n, c.status, c.reason,
+                        '' if c.ci_lo is None else round(c.ci_lo, 4), '' if c.ci_hi is None else round(c.ci_hi, 4), c.n, c.status, c.reason,
                         '' if pub is None else pub, r.published_name or '',
                         '' if pub is None or c.score is None else round(c.score - pub, 4),
                         c.cells_used or '', c.cells_total or '', ' '.join(c.marks), c.ci_method,

@@ -52,7 +52,7 @@ def interval_note(cell) -> str:
     """How a cell's interval was made (read with getattr: older reports have no method or cluster count)."""
     method, clusters = getattr(cell, 'ci_method', None), getattr(cell, 'clusters', None)
     parts = [f'95% interval: {method}' if method else '']
-    parts += [f'{clusters} clusters' if clusters and method != 'binomial' else '', f'n={cell.n}' if cell.n else '',
+    parts += [f'{clusters} clusters' if clusters and method != 'wilson' else '', f'n={cell.n}' if cell.n else '',
               cell.reason]
     return '; '.join(p for p in parts if p)
 
@@ -90,9 +90,9 @@ def _methods_legend(rows: list) -> str:
         return ''
     parts = []
     for method, ks in seen.items():
-        ks = [k for k in ks if k] if method != 'binomial' else []
-        if method == 'binomial':
-            parts.append(f'binomial, every sample its own ({len(seen[method])} cells)')
+        ks = [k for k in ks if k] if method != 'wilson' else []
+        if method == 'wilson':
+            parts.append(f'Wilson, every sample its own ({len(seen[method])} cells)')
             continue
         span = '' if not ks else f', {min(ks)} clusters' if min(ks) == max(ks) else f', {min(ks)}-{max(ks)} clusters'
         parts.append(f'{method} ({len(ks) or "no"} cells{span})' if ks else method)

@@ -2,23 +2,28 @@
 
 Each benchmark says how its samples are related (``Bench.cluster_keys``, :mod:`opencompass_longctx.spec`). From a
 result's per-sample details this module makes, per dataset (or split of one), its :class:`Unit`: the scored samples
-tallied by cluster (sum of values, count). A table cell is a weighted mean of units (a dataset; the mean of a row's
-datasets; the mean of rows), kept as ``Cell.units`` {unit key: weight}; its interval is the cluster-robust one of
-that mean (:func:`..metrics.clustered_ci`), the binomial one where every cluster holds one sample of the cell.
+tallied by cluster (sum of values, count, sum of squares). A table cell is a weighted mean of units (a dataset; the
+mean of a row's datasets; the mean of rows), kept as ``Cell.units`` {unit key: weight}; its 95% interval
+(:func:`cell_interval`) is the bounded cluster-robust one of that mean (:func:`opencompass_longctx.stats.intervals.
+clustered_interval`), or the Wilson one where every cluster holds one sample of the cell (independent samples). Both
+lie in [0, 100].
 
 The effective length's interval resamples whole clusters (the same cluster at every tier and dataset of the
 benchmark draws together, so a story or needle entry that is hard everywhere moves every tier at once), recomputes
 every tier's score and the base score from the resample, then the effective length, and reports the 2.5% and
-97.5% quantiles (:func:`..metrics.effective_interval`). A unit without clusters (a benchmark that declares its
-samples independent, or results that do not name the clusters) is resampled on its own, binomially.
+97.5% quantiles (:func:`..metrics.effective_interval`), widened to hold the point itself. A unit without clusters (a
+benchmark that declares its samples independent, or results that do not name the clusters) is resampled on its
+own, binomially.
 """
+import math
 import zlib
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from opencompass_longctx.summarizers.metrics import BOOT_SEED, BOOTSTRAP, clustered_ci, effective_interval, mean_with_ci
+from opencompass_longctx.stats.intervals import Bounds, ClusterTable, binomial_interval, clustered_interval
+from opencompass_longctx.summarizers.metrics import BOOT_SEED, BOOTSTRAP, effective_interval
 HEADLINE_KEY = {'citation': 'citation_hit', 'answer': 'answer_hit'}
 
 
@@ -35,11 +40,27 @@ def value_key(res: dict) -> str:
 @dataclass
 class Unit:
     """The scored samples of one dataset (or one split of it) for the intervals: its score (percent), its sample
-    count, and {cluster: [sum of values, samples]} (None: no clusters known, the samples are independent)."""
+    count, and {cluster: [sum of values, samples, sum of squared values]} (None: no clusters known, the samples are
+    independent)."""
     score: float
     n: int
     tallies: Optional[Dict[str, List[float]]] = None
     note: str = ''
+
+
+def nonfinite_sample(res: Optional[dict]) -> Optional[str]:
+    """Why a result's per-sample values cannot be read: the first sample whose value in the headline metric is a
+    number that is not finite (NaN, inf), named by its index; None when there is none."""
+    details = (res or {}).get('details')
+    if not isinstance(details, list):
+        return None
+    key = value_key(res)
+    for i, d in enumerate(details):
+        v = detail_value(d, key) if isinstance(d, dict) else None
+        if isinstance(v, float) and not math.isfinite(v):
+            return (f'sample {i} has {key} = {v!r}, not a number in [0, 1] (its evaluation went wrong: evaluate it '
+                    'again, or remove the sample)')
+    return None
 
 
 def make_unit(bench, res: Optional[dict], task: str, score: float, n: int,
@@ -59,16 +80,17 @@ def make_unit(bench, res: Optional[dict], task: str, score: float, n: int,
             if detail_value(d, 'over_length') or (keep and detail_value(d, keep[0]) != keep[1]):
                 continue
             v = detail_value(d, key)
-            if not isinstance(v, (bool, int, float)):
+            if not isinstance(v, (bool, int, float)) or not math.isfinite(v):
                 continue
-            t = tallies.setdefault(bench.cluster_of(d, task, i), [0.0, 0])
+            t = tallies.setdefault(bench.cluster_of(d, task, i), [0.0, 0, 0.0])
             t[0] += float(v)
             t[1] += 1
+            t[2] += float(v) ** 2
     except KeyError as e:
         return Unit(score, n, note=f'the per-sample details do not name the clusters ({e.args[0]!r}; results '
                                    'written by an older version): samples taken as independent')
     total = sum(t[1] for t in tallies.values())
-    if not total or abs(100 * sum(t[0] for t in tallies.values()) / total - score) > 1e-6:
+    if not total or not abs(100 * sum(t[0] for t in tallies.values()) / total - score) <= 1e-6:
         return Unit(score, n, note='the per-sample details do not reproduce the score: samples taken as independent')
     return Unit(score, total, tallies)
 
@@ -82,31 +104,33 @@ def combine(parts: Sequence[Dict[str, float]]) -> Dict[str, float]:
     return out
 
 
-def cell_interval(score: float, units: Dict[str, float], data: Dict[str, Unit]) -> Tuple[Optional[float], int, str]:
-    """(95% half-width or None, clusters, method) of a cell that is the weighted mean ``units`` of ``data``.
+def cluster_table(units: Dict[str, float], data: Dict[str, Unit]) -> ClusterTable:
+    """The (cluster, unit) tallies of a cell whose units all have clusters (:class:`..stats.intervals.ClusterTable`)."""
+    codes: Dict[str, int] = {}
+    rows = []
+    for j, (key, _) in enumerate(units.items()):
+        for c, t in data[key].tallies.items():
+            rows.append((codes.setdefault(c, len(codes)), j, t[1], t[0], t[2] if len(t) > 2 else t[0]))
+    arr = np.array(rows, dtype=float).reshape(-1, 5)
+    return ClusterTable(arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64), arr[:, 2], arr[:, 3], arr[:, 4],
+                        np.array(list(units.values()), dtype=float))
 
-    All units clustered: CR1 over the clusters of the cell (a cluster's contribution is the weighted sum of its
-    samples' deviations from their unit's mean). Otherwise the binomial interval of the weighted mean (each
-    unit's Agresti-Coull variance, weighted), as for independent samples, and where every cluster holds one sample
-    of the cell (BABILong's stories within a tier), which is the same case."""
+
+def cell_interval(score: float, units: Dict[str, float], data: Dict[str, Unit]) \
+        -> Tuple[Optional[Bounds], int, str]:
+    """(95% interval in percent or None, clusters, method) of a cell that is the weighted mean ``units`` of ``data``.
+
+    All units clustered and some cluster holding more than one sample of the cell: the bounded cluster-robust
+    interval over the clusters of the cell (``clustered``; None under ``MIN_CLUSTERS`` clusters). Otherwise the
+    Wilson interval of the weighted mean (``wilson``), as for independent samples: also where every cluster holds
+    one sample of the cell (BABILong's stories within a tier), which is the same case."""
     us = [(data[u], w) for u, w in units.items()]
     if us and all(u.tallies for u, _ in us):
-        contrib: Dict[str, float] = {}
-        sizes: Dict[str, int] = {}
-        for u, w in us:
-            mean = sum(s for s, _ in u.tallies.values()) / u.n
-            for c, (s, k) in u.tallies.items():
-                contrib[c] = contrib.get(c, 0.0) + w * (s - k * mean) / u.n
-                sizes[c] = sizes.get(c, 0) + k
-        if max(sizes.values()) > 1:   # else every cluster is one sample of the cell: the binomial case below
-            return clustered_ci(score, list(contrib.values()))
-    half = 0.0
-    for u, w in us:
-        h = mean_with_ci([(u.score, u.n)])[1]
-        if h is None:
-            return None, sum(u.n for u, _ in us), 'binomial'
-        half += (w * h) ** 2
-    return half ** 0.5, sum(u.n for u, _ in us), 'binomial'
+        table = cluster_table(units, data)
+        if np.bincount(table.cluster, weights=table.n).max() > 1:
+            return clustered_interval(table), table.clusters, 'clustered'
+    bounds = binomial_interval([(w, u.score / 100, u.n) for u, w in us])
+    return bounds, sum(u.n for u, _ in us), 'wilson'
 
 
 class Resampler:
@@ -216,7 +240,20 @@ def effective_intervals(rr, tiers: Sequence[str], sampler: Resampler, base_tiers
             cols = [j for j, t in enumerate(tiers) if t in base_tiers and not np.isnan(reps[:, j]).all()]
             base = np.nanmax(reps[:, cols], axis=1) if cols else None
         thr = ratio * (base if base is not None else eff_n['base'])
-        eff_n['interval'] = effective_interval(reps, tiers, thr)
+        eff_n['interval'] = holding_point(effective_interval(reps, tiers, thr), eff_n.get('contiguous'), tiers)
     eff_r = rr.effective.get('ruler', {})
     if eff_r.get('threshold') is not None:
-        eff_r['interval'] = effective_interval(reps, tiers, eff_r['threshold'])
+        eff_r['interval'] = holding_point(effective_interval(reps, tiers, eff_r['threshold']), eff_r.get('contiguous'),
+                                          tiers)
+
+
+def holding_point(interval: Optional[List[str]], point: Optional[str], tiers: Sequence[str]) -> Optional[List[str]]:
+    """The effective length's interval widened, where the resamples left it out, to hold the point itself (the
+    percentile interval of a step function can miss its own point when the point sits at a rare resample value)."""
+    if not interval or point is None:
+        return interval
+    order = [f'<{tiers[0]}'] + list(tiers)
+    if point not in order or interval[0] not in order or interval[1] not in order:
+        return interval
+    at = order.index
+    return [order[min(at(interval[0]), at(point))], order[max(at(interval[1]), at(point))]]

@@ -67,7 +67,8 @@ def score_plots(report: dict) -> List[dict]:
             cells = [(i, r.cells.get(t)) for i, t in enumerate(tiers)]
             ok = [(i, c) for i, c in cells if c is not None and c.status == 'ok']
             mine = dict(label=r.model, model=r.model, x=[i for i, _ in ok], y=[c.score for _, c in ok],
-                        err=[c.ci95 or 0 for _, c in ok], published=False,
+                        err=[(0.0, 0.0) if c.ci_lo is None else (c.score - c.ci_lo, c.ci_hi - c.score) for _, c in ok],
+                        published=False,
                         partial={i: f'{c.cells_used}/{c.cells_total}' for i, c in ok if c.cells_used < c.cells_total},
                         na=[i for i, c in cells if c is not None and c.status == 'n/a'],
                         failed=[i for i, c in cells if c is not None and c.status == 'failed'])
@@ -130,7 +131,7 @@ def _score_plot(plt, p: dict, out_dir: str) -> str:
         if s['published']:
             ax.plot(xs, s['y'], linestyle=(0, (2, 2)), marker='x', alpha=0.7, label=_plain(s['label']))
             continue
-        err = [[min(e, y) for e, y in zip(s['err'], s['y'])], [min(e, 100 - y) for e, y in zip(s['err'], s['y'])]]
+        err = [[max(e[0], 0.0) for e in s['err']], [max(e[1], 0.0) for e in s['err']]]   # (the interval: asymmetric)
         bars = ax.errorbar(xs, s['y'], yerr=err, marker=marker, linestyle=line, capsize=3, markersize=6,
                            label=_plain(s['label']))
         color = bars.lines[0].get_color()

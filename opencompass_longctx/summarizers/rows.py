@@ -27,7 +27,8 @@ def bench_by_name(name: str) -> Bench:
 class Cell:
     """One (model, benchmark, row, tier) entry of the main table."""
     score: Optional[float] = None
-    ci95: Optional[float] = None
+    ci_lo: Optional[float] = None   # the 95% interval, percent, inside [0, 100] (None: none, ``few_clusters`` says why)
+    ci_hi: Optional[float] = None
     n: int = 0
     status: str = 'ok'          # ok | n/a | missing | failed (a task log holds the failure)
     reason: str = ''
@@ -35,14 +36,28 @@ class Cell:
     cells_used: int = 0         # a row's mean: over how many of the datasets it has (0: not a mean of datasets)
     cells_total: int = 0
     marks: List[str] = field(default_factory=list)   # footnote marks (report['footnotes'] says what each means)
-    ci_method: str = ''         # binomial | clustered (:mod:`.intervals`): how ci95 was made
+    ci_method: str = ''         # wilson | clustered (:mod:`.intervals`): how the interval was made
     clusters: int = 0           # the independent units the interval rests on (samples, or clusters)
     units: Dict[str, float] = field(default_factory=dict)  # {dataset unit: weight} (for resampling; not written)
 
     @property
     def few_clusters(self) -> bool:
         """A clustered cell on fewer than ``MIN_CLUSTERS`` clusters: it has no interval, and says so."""
-        return self.ci_method == 'clustered' and self.ci95 is None and self.status == 'ok'
+        return self.ci_method == 'clustered' and self.ci_lo is None and self.status == 'ok'
+
+    def set_interval(self, bounds, clusters: int, method: str) -> None:
+        """Take an interval (:class:`opencompass_longctx.stats.intervals.Bounds` or None)."""
+        self.ci_lo, self.ci_hi = (None, None) if bounds is None else (bounds.lo, bounds.hi)
+        self.clusters, self.ci_method = clusters, method
+
+    def interval_text(self) -> str:
+        """'[55.0, 67.9]' (the one form every table prints), '[? 4 clusters]' for a clustered cell on too few
+        clusters, '' for none."""
+        if self.ci_lo is not None:
+            return f'[{self.ci_lo:.1f}, {self.ci_hi:.1f}]'
+        if self.few_clusters:
+            return f'[? {self.clusters} cluster{"s" * (self.clusters != 1)}]'
+        return ''
 
     def text(self, with_ci: bool = False) -> str:
         return self._text(with_ci) + ''.join(f' {m}' for m in self.marks)
@@ -56,9 +71,8 @@ class Cell:
             return f'- ({self.cells_used}/{self.cells_total})'   # some of the row's datasets were not run
         if self.status == 'missing' or self.score is None:
             return '-'
-        return (f'{self.score:.1f}' + (f' ±{self.ci95:.1f}' if with_ci and self.ci95 is not None else
-                                        f' ±? ({self.clusters} cluster{"s" * (self.clusters != 1)})' if with_ci and self.few_clusters
-                                        else '')
+        interval = self.interval_text() if with_ci else ''
+        return (f'{self.score:.1f}' + (f' {interval}' if interval else '')
                 + (f' ({self.cells_used}/{self.cells_total})' if self.cells_used < self.cells_total else ''))
 
 

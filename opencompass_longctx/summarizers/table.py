@@ -16,11 +16,11 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from opencompass_longctx import __version__
 from opencompass_longctx.tiers import parse_tier, sort_tiers
-from opencompass_longctx.summarizers.metrics import (NOLIMA_RATIO, RULER_THRESHOLD, effective_length, mean_with_ci,
-                                                    nolima_threshold)
+from opencompass_longctx.stats.intervals import binomial_interval
+from opencompass_longctx.summarizers.metrics import NOLIMA_RATIO, RULER_THRESHOLD, effective_length, nolima_threshold
 from opencompass_longctx.summarizers.failures import Failure, find_failures, incomplete_reason
 from opencompass_longctx.summarizers.intervals import (Resampler, Unit, cell_interval, combine, effective_intervals, make_unit,
-                        paper_base_by_cluster)
+                        nonfinite_sample, paper_base_by_cluster)
 from opencompass_longctx.summarizers.intervals import detail_value as _detail_value   # one reader of OpenCompass's per-sample values
 from opencompass_longctx.summarizers.rows import BENCHMARKS, Bench, Cell, bench_by_name, classify
 _DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
@@ -107,7 +107,7 @@ def table_problem(res: dict, metric: str) -> Optional[str]:
         return f'details is {_preview(details)}, not a list of per-sample objects'
     if metric in res and not _number(res[metric]):
         return f'{metric} is {_preview(res[metric])}, not a number'
-    return None
+    return nonfinite_sample(res)
 
 
 class Results:
@@ -133,7 +133,7 @@ def _with_units(cell: Cell, data: Optional[Dict[str, Unit]], key: str, unit) -> 
     if data is not None:
         data[key] = unit()
         cell.units = {key: 1.0}
-        cell.ci95, cell.clusters, cell.ci_method = cell_interval(cell.score, cell.units, data)
+        cell.set_interval(*cell_interval(cell.score, cell.units, data))
     return cell
 
 
@@ -146,8 +146,9 @@ def detail_cell(res: Optional[dict], key: str, value: str, bench: Optional[Bench
             if _detail_value(d, key) == value and not _detail_value(d, 'over_length')]
     if not hits:
         return Cell(status='missing', reason=f'no sample with {key}={value}')
-    mean, ci, n = mean_with_ci([(100.0 * sum(hits) / len(hits), len(hits))])
-    cell = Cell(score=mean, ci95=ci, n=n, ci_method='binomial', clusters=n)
+    mean, n = 100.0 * sum(hits) / len(hits), len(hits)
+    cell = Cell(score=mean, n=n)
+    cell.set_interval(binomial_interval([(1.0, mean / 100, n)]), n, 'wilson')
     return _with_units(cell, data if bench else None, f'{unit_key}|{key}={value}',
                        lambda: make_unit(bench, res, task, mean, n, keep=(key, value)))
 
@@ -235,17 +236,20 @@ def row_cell(row_tasks: Sequence[str], cells: Dict[str, Cell], partial_ok: bool 
         return Cell(status=status, reason='; '.join(cells[t].reason if status == 'missing' else
                                                     f'{t}: {cells[t].reason}' for t in bad
                                                     if cells[t].status == status))
-    mean, ci, n = mean_with_ci([(cells[t].score, cells[t].n) for t in row_tasks])
-    out = Cell(score=mean, ci95=ci, n=n, tasks={t: cells[t].score for t in row_tasks},
-               cells_used=len(row_tasks), cells_total=total, ci_method='binomial', clusters=n)
-    return _mean_interval(out, [cells[t] for t in row_tasks], data)
+    return _mean_cell([cells[t] for t in row_tasks], row_tasks, data, cells_used=len(row_tasks), cells_total=total)
 
 
-def _mean_interval(out: Cell, parts: Sequence[Cell], data: Optional[Dict[str, Unit]]) -> Cell:
-    """The interval of a mean of cells from their units (when every part has them)."""
+def _mean_cell(parts: Sequence[Cell], names: Sequence[str], data: Optional[Dict[str, Unit]], **counts) -> Cell:
+    """The mean of scored cells with its interval: from their units when every part has them (:mod:`.intervals`),
+    else the Wilson interval of independent parts."""
+    k = len(parts)
+    out = Cell(score=sum(c.score for c in parts) / k, n=sum(c.n for c in parts),
+               tasks={n: c.score for n, c in zip(names, parts)}, **counts)
     if data is not None and parts and all(c.units for c in parts):
         out.units = combine([c.units for c in parts])
-        out.ci95, out.clusters, out.ci_method = cell_interval(out.score, out.units, data)
+        out.set_interval(*cell_interval(out.score, out.units, data))
+    else:
+        out.set_interval(binomial_interval([(1 / k, c.score / 100, c.n) for c in parts]), out.n, 'wilson')
     return out
 
 
@@ -254,13 +258,8 @@ def rows_mean_cell(parts: Sequence[Cell], names: Sequence[str], data: Optional[D
     bad = [(n, c) for n, c in zip(names, parts) if c.status != 'ok']
     if bad:
         return Cell(status=_bad_status([c for _, c in bad]), reason='; '.join(f'{n}: {c.reason}' for n, c in bad))
-    k = len(parts)
-    ci = (None if any(c.ci95 is None for c in parts)
-          else (sum(c.ci95 ** 2 for c in parts)) ** 0.5 / k)
-    out = Cell(score=sum(c.score for c in parts) / k, ci95=ci, n=sum(c.n for c in parts),
-               tasks={n: c.score for n, c in zip(names, parts)}, ci_method='binomial', clusters=sum(c.n for c in parts),
-               cells_used=sum(c.cells_used for c in parts), cells_total=sum(c.cells_total for c in parts))
-    return _mean_interval(out, parts, data)
+    return _mean_cell(parts, names, data, cells_used=sum(c.cells_used for c in parts),
+                      cells_total=sum(c.cells_total for c in parts))
 
 
 INCOMPARABLE = '‡'
