@@ -1,84 +1,87 @@
-"""Benchmark: coverage of the tier table's 95% intervals (summarizers/metrics.py), old and new, by simulation.
+"""Benchmark: coverage and width of the tier table's 95% intervals (opencompass_longctx.stats.intervals), before and
+after issue 40, by simulation.
 
     python bench/bench_intervals.py [--reps 2000]
 
-1. One NoLiMa tier: 58 needle entries x 130 prompts, each entry's accuracy expit(N(0, sd)) (truth 50%), for
-   logit sd 0, 0.5, 1 and 2: how often the binomial interval over 7,540 samples (the table before) and the
-   cluster-robust interval over the entries (the table now) cover the truth, and their mean half-widths.
-2. Independent BABILong-like rows (qa1-qa5, 100 stories per task): the binomial interval of the row's mean.
-3. The time report.build takes with the resampling, on a NoLiMa-sized model (12 tiers x 7,540 samples).
+The grid issue 40 measured: 500 samples in G = 10, 12, 15 or 20 clusters, balanced or with one cluster holding 60%
+of them; each cluster's accuracy expit(N(mu, sd)), sd 0 to 1, mu 0 (50%) or 2 (about 85%); the truth is the
+expected accuracy over clusters. "before": CR1 with Student's t on G - 1 degrees of freedom (the table up to issue
+40); "after": the bounded CR2 interval the table prints now. Then the time of one clustered interval.
 """
 import argparse
-import json
-import os
-import sys
-import tempfile
+import math
 import time
 
 import numpy as np
+from scipy.stats import t as student
 
-from opencompass_longctx.summarizers import formats
-from opencompass_longctx.summarizers import table as rp
-from opencompass_longctx.summarizers.metrics import cluster_contributions, cluster_halfwidth, mean_with_ci
-ENTRIES, PER_ENTRY = 58, 130
-
-
-def nolima_coverage(reps: int) -> None:
-    print('| logit sd | binomial over samples covers | half-width | clustered by entry covers | half-width |')
-    print('|---|---|---|---|---|')
-    for sd in (0.0, 0.5, 1.0, 2.0):
-        rng = np.random.default_rng(int(10 * sd) + 7)
-        p = 1 / (1 + np.exp(-rng.normal(0, sd, (reps, ENTRIES))))
-        sums = rng.binomial(PER_ENTRY, p).astype(float)
-        counts = np.full((reps, ENTRIES), PER_ENTRY)
-        est = 100 * sums.sum(1) / counts.sum(1)
-        new = cluster_halfwidth(cluster_contributions(sums, counts))
-        old = np.array([mean_with_ci([(e, ENTRIES * PER_ENTRY)])[1] for e in est])
-        cov = lambda h: 100 * np.mean(np.abs(est - 50.0) <= h)  # noqa: E731
-        print(f'| {sd:g} | {cov(old):.1f}% | {old.mean():.2f} | {cov(new):.1f}% | {new.mean():.2f} |')
+from opencompass_longctx.stats import intervals as I
+N = 500
 
 
-def babilong_coverage(reps: int) -> None:
-    rng = np.random.default_rng(11)
-    truth = np.array([0.9, 0.7, 0.55, 0.35, 0.6])
-    scores = 100 * (rng.random((reps, 5, 100)) < truth[None, :, None]).mean(axis=2)
-    halves = np.array([mean_with_ci([(s, 100) for s in row])[1] for row in scores])
-    cov = 100 * np.mean(np.abs(scores.mean(axis=1) - 100 * truth.mean()) <= halves)
-    print(f'\nBABILong-like qa1-qa5 row, 100 independent stories per task: binomial interval covers {cov:.1f}% '
-          f'(mean half-width {halves.mean():.2f})')
+def sizes(g, dominant):
+    if dominant is None:
+        s = np.full(g, N // g)
+        s[: N - s.sum()] += 1
+        return s
+    big = int(round(dominant * N))
+    rest = np.full(g - 1, (N - big) // (g - 1))
+    rest[: N - big - rest.sum()] += 1
+    return np.concatenate([[big], rest])
 
 
-def build_time() -> None:
-    rng = np.random.default_rng(1)
-    tiers = ['250', '500', '1k', '2k', '4k', '8k', '16k', '32k', '64k', '128k', '256k', '512k']
-    with tempfile.TemporaryDirectory() as work:
-        os.makedirs(os.path.join(work, 'results', 'm'))
-        p = 1 / (1 + np.exp(-rng.normal(0, 1, ENTRIES)))
-        for tier in tiers:
-            details = [{'entry_id': f'e{e}', 'pair': f'e{e}', 'haystack': f'b{k % 5}', 'correct': bool(rng.random() < p[e]),
-                        'context_length': rp.parse_tier(tier).tokens(1000)} for e in range(ENTRIES)
-                       for k in range(PER_ENTRY)]
-            with open(os.path.join(work, 'results', 'm', f'nolima_main_{tier}.json'), 'w') as f:
-                json.dump({'accuracy': 100 * np.mean([d['correct'] for d in details]), 'details': details,
-                           'counts': {'n': len(details)}, 'package_version': rp.__version__}, f)
-        start = time.perf_counter()
-        report = rp.build(work, [rp.ModelInfo('m', 10 ** 6)], [f'nolima_main_{t}' for t in tiers])
-        took = time.perf_counter() - start
-    row = [r for r in report['rows'] if r.row == 'main'][0]
-    print(f'\nreport.build on one NoLiMa model, 12 tiers x 7,540 samples: {took:.2f} s; effective length '
-          f'{formats.effective_text(row.effective["nolima"])}, cell 4k {row.cells["4k"].text(True)} '
-          f'({row.cells["4k"].clusters} clusters)')
+def cell(g, dominant, sd, mu, reps, seed=1):
+    rng = np.random.default_rng(seed)
+    n = sizes(g, dominant).astype(float)
+    p = 1 / (1 + np.exp(-rng.normal(mu, sd, (reps, g))))
+    s = rng.binomial(n.astype(int), p).astype(float)
+    truth = 100 * float(np.mean(1 / (1 + np.exp(-np.random.default_rng(0).normal(mu, sd, 400_000)))))
+    new = old = width_new = width_old = outside_old = 0.0
+    for row in s:
+        b = I.clustered_interval(I.ClusterTable(np.arange(g), np.zeros(g, dtype=np.int64), n, row, row,
+                                                np.array([1.0])))
+        new += b.contains(truth)
+        width_new += b.hi - b.lo
+        est = 100 * row.sum() / n.sum()
+        contrib = (row - n * est / 100) / n.sum()
+        half = 100 * student.ppf(0.975, g - 1) * math.sqrt(g / (g - 1) * float(contrib @ contrib))
+        old += abs(est - truth) <= half
+        width_old += 2 * half
+        outside_old += est - half < 0 or est + half > 100
+    return old / reps, width_old / reps, new / reps, width_new / reps, outside_old / reps
 
 
-def main(argv=None) -> int:
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--reps', type=int, default=2000)
     args = ap.parse_args(argv)
-    nolima_coverage(args.reps)
-    babilong_coverage(args.reps)
-    build_time()
-    return 0
+    print(f'{args.reps} replications per row; coverage of the 95% interval (width in points)\n')
+    print('| clusters | one cluster 60% | cluster sd | mean | before: CR1 | after: bounded CR2 | before outside [0, 100] |')
+    print('|---|---|---|---|---|---|---|')
+    covered = []
+    for dominant in (None, 0.6):
+        for g in (10, 12, 15, 20):
+            for sd in (0.0, 0.25, 0.5, 1.0):
+                for mu in (0.0, 2.0):
+                    old, w_old, new, w_new, out_old = cell(g, dominant, sd, mu, args.reps)
+                    covered.append(new)
+                    print(f'| {g} | {"yes" if dominant else "no"} | {sd:g} | {100 / (1 + math.exp(-mu)):.0f}% | '
+                          f'{100 * old:.1f}% ({w_old:.1f}) | {100 * new:.1f}% ({w_new:.1f}) | {100 * out_old:.1f}% |')
+    print(f'\nafter: coverage {100 * min(covered):.1f}-{100 * max(covered):.1f}% over the grid')
+    rng = np.random.default_rng(0)
+    n = np.full(58, 130.0)
+    s = rng.binomial(130, 0.6, 58).astype(float)
+    table = I.ClusterTable(np.arange(58), np.zeros(58, dtype=np.int64), n, s, s, np.array([1.0]))
+    I._critical.cache_clear()
+    start = time.perf_counter()
+    I.clustered_interval(table)
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    for _ in range(100):
+        I.clustered_interval(table)
+    print(f'one NoLiMa-sized clustered interval (58 entries x 130): {1000 * first:.0f} ms the first time (the '
+          f'critical value simulated), {10 * (time.perf_counter() - start):.2f} ms after (memoised)')
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    main()

@@ -83,7 +83,7 @@ def test_failed_cells_in_the_table(tmp_path):
     assert cell.status == 'failed' and cell.text() == 'FAIL' and 'DataNotFoundError' in cell.reason
     assert row.cells['0k'].status == 'ok' and row.mean == 80.0 and row.mean_note  # * over the tiers with results
     md = to_markdown(rep)
-    assert '| m | babilong | qa1-qa5 | 80.0 ±' in md and '| FAIL | 80.0* |' in md
+    assert '| m | babilong | qa1-qa5 | 80.0 [' in md and '| FAIL | 80.0* |' in md
     log = os.path.join(run, 'logs', 'infer', 'm', 'babilong_qa3_1k.out')
     assert f'- m/babilong_qa3_1k: infer failed: {last_exception(TRACEBACK)} (log: {log})' in md
     # without `expected` (no run to read) nothing is called a failure

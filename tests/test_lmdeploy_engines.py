@@ -220,7 +220,7 @@ def test_caveat_marks_in_the_tier_table(tmp_path, capsys):
     head = next(ln for ln in table.splitlines() if ln.startswith('| model |')).split(' | ')
     i256, i512 = head.index('256k'), head.index('512k')
     rows = {ln.split(' | ')[0][2:]: ln.split(' | ') for ln in table.splitlines() if ' | babilong | qa1-qa5 |' in ln}
-    assert rows[qwen['abbr']][i512] == '40.0 ±11.6†' and rows[qwen['abbr']][i256] == '40.0 ±11.6'
+    assert rows[qwen['abbr']][i512] == '40.0 [27.6, 53.8]†' and rows[qwen['abbr']][i256] == '40.0 [27.6, 53.8]'   # Wilson, 50 samples
     assert not any(c.endswith('†') for c in rows['other'])
     assert ('- † qwen2.5-7b-instruct-1m at 512k: Qwen2.5-1M needs dual-chunk attention above 256k' in table)
 

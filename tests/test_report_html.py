@@ -66,12 +66,13 @@ def test_the_page_renders_the_csv_numbers_offline(report_runs, tmp_path):
             assert key not in dom.cells, r
             continue
         text = dom.cells[key]
-        if r['status'] == 'ok' and r['ci95']:
-            assert text.startswith(f"{float(r['score']):.1f} ±{float(r['ci95']):.1f}"), (r, text)
+        if r['status'] == 'ok' and r['ci_lo']:
+            assert text.startswith(f"{float(r['score']):.1f} [{float(r['ci_lo']):.1f}, {float(r['ci_hi']):.1f}]"), (r, text)
+            assert 0 <= float(r['ci_lo']) <= float(r['score']) <= float(r['ci_hi']) <= 100, r
         elif r['status'] == 'ok':   # a clustered cell on too few clusters: no interval, and it says so
             assert r['ci_method'] == 'clustered' and int(r['clusters']) < 10, r
             k = int(r['clusters'])
-            assert text.startswith(f"{float(r['score']):.1f} ±? ({k} cluster{'s' * (k != 1)})"), (r, text)
+            assert text.startswith(f"{float(r['score']):.1f} [? {k} cluster{'s' * (k != 1)}]"), (r, text)
         else:
             assert text == {'n/a': 'N/A', 'missing': '-', 'failed': 'FAIL'}[r['status']], (r, text)
     # the paired table: each difference as in the CSV, starred where the interval excludes 0

@@ -71,7 +71,7 @@ def test_a_column_over_other_data_is_marked_not_comparable(report_runs, tmp_path
         assert rows[model, 'babilong', 'qa1-qa5', '0k']['marks'] == '‡'
     assert rows['tiny-chat', 'babilong', 'qa1-qa5', '1k']['marks'] == ''   # only the tiny model ran 1k
     md = (out / 'longctx_report.md').read_text()
-    line = next(ln for ln in md.splitlines() if ln.startswith('| rule-reader | babilong | qa1-qa5 | 40.0 ±'))
+    line = next(ln for ln in md.splitlines() if ln.startswith('| rule-reader | babilong | qa1-qa5 | 40.0 ['))
     assert line.split(' | ')[3].endswith(' ‡')
     assert "‡ Not comparable with the other models' cells of its column" in md
     assert (f'- rule-reader/babilong_qa1_0k ({report_runs["rule_small"]}): its data or scoring differ from '
@@ -113,6 +113,6 @@ def test_a_models_caveat_from_its_runs_config_marks_the_merged_cells(report_runs
     assert proc.returncode == 0, proc.stderr[-3000:]
     md = (out / 'longctx_report.md').read_text()
     line = next(ln for ln in md.splitlines() if ln.startswith('| rule-reader | babilong | qa1-qa5 |')).split(' | ')
-    assert line[3] == '40.0 ±15.0' and line[5] == f'40.0 ±15.0{CAVEAT_MARK}'   # 0k unmarked, 1k marked
+    assert line[3] == '40.0 [19.8, 64.3]' and line[5] == f'40.0 [19.8, 64.3]{CAVEAT_MARK}'   # 0k unmarked, 1k marked
     assert f'{CAVEAT_MARK} rule-reader at 1k: test: no engine support above 500 tokens' in md
     assert CAVEAT_MARK not in next(ln for ln in md.splitlines() if ln.startswith('| tiny-chat | babilong |'))

@@ -12,7 +12,8 @@ import pytest
 
 from conftest import REPO, run_opencompass
 from opencompass_longctx import __version__
-from opencompass_longctx.summarizers.metrics import effective_length, mean_with_ci, nolima_threshold
+from opencompass_longctx.stats.intervals import binomial_interval, wilson
+from opencompass_longctx.summarizers.metrics import effective_length, nolima_threshold
 from opencompass_longctx.summarizers.formats import to_csv, to_json, to_markdown
 from opencompass_longctx.summarizers.table import ModelInfo, build
 from opencompass_longctx.summarizers.groups import summary_groups
@@ -32,13 +33,12 @@ def test_effective_length_rules():
 
 
 def test_confidence_interval():
-    mean, ci, n = mean_with_ci([(50.0, 100)])
-    assert mean == 50.0 and n == 100
-    assert ci == pytest.approx(1.96 * 100 * (0.5 * 0.5 / 104) ** 0.5, rel=1e-3)
-    _, ci_zero, _ = mean_with_ci([(0.0, 20)])
-    assert ci_zero > 0  # no zero-width interval at 0%
-    _, ci5, n5 = mean_with_ci([(50.0, 100)] * 5)
-    assert n5 == 500 and ci5 == pytest.approx(ci / 5 ** 0.5, rel=1e-6)
+    b = binomial_interval([(1.0, 0.5, 100)])
+    assert (b.lo, b.hi) == (wilson(0.5, 100).lo, wilson(0.5, 100).hi) and b.lo < 50.0 < b.hi
+    zero = binomial_interval([(1.0, 0.0, 20)])
+    assert zero.lo == 0.0 and zero.hi > 10  # no zero-width interval at 0%, and no bound below 0
+    five = binomial_interval([(0.2, 0.5, 100)] * 5)
+    assert five.hi - five.lo == pytest.approx(wilson(0.5, 500).hi - wilson(0.5, 500).lo, rel=1e-9)
 
 
 def write_result(work, model, abbr, acc, n=10, over=0, version=__version__, details=None):
@@ -81,7 +81,7 @@ def test_table_na_missing_published_and_versions(tmp_path):
     assert m.published_name is None and 'my-model' in rep['models_without_published_counterpart']
     assert any('my-model/babilong_qa1_0k' in n and 'older version' in n for n in rep['notes'])
     md = to_markdown(rep)
-    assert '| qwen2.5-7b-instruct | babilong | qa1-qa5 | 70.0 ±' in md and '| N/A |' in md
+    assert '| qwen2.5-7b-instruct | babilong | qa1-qa5 | 70.0 [' in md and '| N/A |' in md
     assert 'published: Qwen2.5-7B-Instruct | 68 | 66 | 55 |' in md
     assert 'measured - published | +2.0 | +0.0 |' in md
     rows_csv = list(csv.DictReader(to_csv(rep).splitlines()))
@@ -128,11 +128,11 @@ def test_a_category_mean_over_fewer_cells_than_it_has_says_so(tmp_path):
     rows = {r.row: r for r in rep['rows']}
     assert rows['understanding'].cells['1k'].text(True).endswith('(5/6)')
     assert (rows['understanding'].cells['1k'].cells_used, rows['understanding'].cells['1k'].cells_total) == (5, 6)
-    assert rows['understanding'].cells['8k'].text(True) == '60.0 ±' + f"{rows['understanding'].cells['8k'].ci95:.1f}"
+    assert rows['understanding'].cells['8k'].text(True) == '60.0 ' + rows['understanding'].cells['8k'].interval_text()
     assert rows['reasoning'].cells['1k'].text() == '60.0'  # complete: no mark
     assert rows['mean'].cells['1k'].text().endswith('(14/15)')
     md = to_markdown(rep)
-    assert '| m | longbio | understanding | 60.0 ±' in md and '(5/6) | 60.0 ±' in md
+    assert '| m | longbio | understanding | 60.0 [' in md and '(5/6) | 60.0 [' in md
     assert ('- longbio understanding at 1k: the mean of 5 of its 6 cells (not run at this tier: multi_standard_10)'
             in md)
     row = next(r for r in csv.DictReader(to_csv(rep).splitlines()) if r['row'] == 'understanding' and r['tier'] == '1k')
@@ -266,7 +266,7 @@ def test_two_models_copied_tier_and_report(tmp_path):
     rule = rows[('rule-reader', 'qa1-qa5')]
     for tier in ('0k', '1k', '3k'):
         cell = rule['cells'][tier]
-        assert cell['status'] == 'ok' and cell['n'] == 15 and cell['ci95'] > 0
+        assert cell['status'] == 'ok' and cell['n'] == 15 and cell['ci_lo'] < cell['score'] < cell['ci_hi']
         assert cell['tasks']['qa1'] == 100.0 and cell['tasks']['qa2'] == 100.0  # it reads the whole context
         assert cell['tasks']['qa3'] == 0.0
     assert rule['effective']['nolima']['contiguous'] == '3k' and rule['effective']['ruler']['contiguous'] == '<0k'
