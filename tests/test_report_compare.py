@@ -96,7 +96,7 @@ def test_over_length_samples_leave_the_pair_and_are_counted(report_runs, tmp_pat
     assert {(k[0], k[1]) for k in outs[0]} == {('rule-reader', 'tiny-chat')}  # --compare: that pair only
 
 
-def test_the_ranking_groups_models_that_are_not_significantly_different(report_runs, compared):
+def test_the_ranks_split_only_models_that_differ_significantly(report_runs, compared):
     out, _ = compared
     board = json.load(open(out / 'longctx_compare.json'))['leaderboard']
     ranks = {(e['bench'], e['model']): e['rank'] for e in board}
@@ -105,11 +105,15 @@ def test_the_ranking_groups_models_that_are_not_significantly_different(report_r
     # NoLiMa: both 0.0 on the same 6 samples: one group
     assert ranks['nolima', 'rule-reader'] == ranks['nolima', 'tiny-chat'] == 1
     md = (out / 'longctx_compare.md').read_text()
-    assert '| babilong | qa1-qa5 | 2 | tiny-chat | <0k | 0.0 | rule-reader - tiny-chat = +40.0 * |' in md
+    line = next(ln for ln in md.splitlines() if ln.startswith('| babilong | qa1-qa5 | 2 | tiny-chat | 0.0 | 0k, 1k |'))
+    assert '| rule-reader - tiny-chat = +40.0 * |' in line and line.endswith('| <0k | ranks 2 of 2: 1 significantly '
+                                                                           'better (rule-reader), 0 significantly '
+                                                                           'worse (Holm over the 1 testable pair) |')
     lead = next(e for e in board if e['model'] == 'tiny-chat' and e['bench'] == 'babilong')
     assert lead['leader'] == lead['vs']['a'] == 'rule-reader' and lead['vs']['b'] == 'tiny-chat'
     assert lead['direction'] == lead['vs']['direction'] == 'leader - model' and lead['vs']['diff'] > 0
-    assert lead['decision'].startswith('new group: significant (Holm-adjusted p = ')
+    assert lead['decision'].startswith('ranks 2 of 2: 1 significantly better') and lead['vs']['p_holm'] < 0.05
+    assert (lead['rank'], lead['rank_hi'], lead['tier_ranks']) == (2, 2, {'0k': [2, 2], '1k': [2, 2]})
     nolima = next(e for e in board if e['bench'] == 'nolima' and e['vs'])
     assert nolima['vs']['method'] == 'not testable' and not nolima['vs']['significant']  # one needle entry
 

@@ -57,14 +57,15 @@ class Test:
 
 def mcnemar(b: int, c: int, n: int) -> Test:
     """Exact McNemar test of n independent 0/1 pairs of equal weight: b pairs favour A, c favour B."""
-    from scipy.stats import beta, binom
+    from scipy.special import betainc, betaincinv   # (the binomial and beta distributions' own functions)
     m = b + c
     diff = 100.0 * (b - c) / n
     if not m:
         return Test(diff, 0.0, 0.0, 1.0, 'mcnemar', n, True, 'the two models agree on every sample')
-    p = min(1.0, 2.0 * float(binom.cdf(min(b, c), m, 0.5)))
-    lo = 0.0 if b == 0 else float(beta.ppf(ALPHA / 2, b, m - b + 1))
-    hi = 1.0 if b == m else float(beta.ppf(1 - ALPHA / 2, b + 1, m - b))
+    k = min(b, c)
+    p = 1.0 if k == m else min(1.0, 2.0 * float(betainc(m - k, k + 1, 0.5)))   # 2 P(Bin(m, 1/2) <= k)
+    lo = 0.0 if b == 0 else float(betaincinv(b, m - b + 1, ALPHA / 2))        # Clopper-Pearson of b / m
+    hi = 1.0 if b == m else float(betaincinv(b + 1, m - b, 1 - ALPHA / 2))
     scale = 100.0 * m / n
     return Test(diff, scale * (2 * lo - 1), scale * (2 * hi - 1), p, 'mcnemar', n, True)
 

@@ -25,6 +25,7 @@ The leaderboard (:meth:`Comparer.leaderboard`) ranks each benchmark's ranking ro
 first) per tier and overall, with rank intervals from all pairwise tests under Holm's correction
 (:mod:`opencompass_longctx.stats.ranks`).
 """
+import hashlib
 import itertools
 import math
 import zlib
@@ -37,7 +38,7 @@ from opencompass_longctx.overlength import ENGINE_ERROR, ENGINE_TOO_SMALL, OVER_
 from opencompass_longctx.stats import paired as stats
 from opencompass_longctx.stats.ranks import holm, length_rank_intervals, rank_intervals, rank_text
 from opencompass_longctx.tiers import parse_tier
-from opencompass_longctx.summarizers.merge import MergedResults, ReportInputError, content_sha, per_model_copy, prompt_text, read_predictions
+from opencompass_longctx.summarizers.merge import MergedResults, ReportInputError, per_model_copy, prompt_text, read_predictions
 from opencompass_longctx.summarizers.intervals import detail_value, value_key
 from opencompass_longctx.summarizers.formats import effective_text
 from opencompass_longctx.summarizers.table import row_task_names
@@ -138,10 +139,12 @@ def units(results: MergedResults, model: str, abbr: str, metric: str, detail_fil
         status = _MARKERS.get(pred, 0) if isinstance(pred, str) else 0
         status = status or (1 if detail_value(d, 'over_length') else 0)
         gold = preds[i].get('gold') if preds else detail_value(d, 'answer')
+        # the sample's identity, interned in this process (:class:`Codes`): a digest of the prompt, not its text
         if per_model_copy(abbr) or not preds:
-            ident = content_sha([i, gold])
+            ident = (i, repr(gold))
         else:
-            ident = content_sha([prompt_text(preds[i].get('origin_prompt')), gold])
+            text = prompt_text(preds[i].get('origin_prompt'))
+            ident = (hashlib.blake2b(text.encode('utf-8', 'surrogatepass'), digest_size=16).digest(), repr(gold))
         v = detail_value(d, key)
         value = float(v) if status == 0 and isinstance(v, (bool, int, float)) else None
         if value is not None and not math.isfinite(value):
@@ -176,9 +179,12 @@ def units(results: MergedResults, model: str, abbr: str, metric: str, detail_fil
 def pair_units(ua: Samples, ub: Samples) -> Tuple[np.ndarray, np.ndarray, np.ndarray, Dict[str, int], int]:
     """(A's values, B's values, A's clusters) of the samples both scored, in A's sample order; excluded counts by
     reason (a marker or over-length on either side); the number of samples only one side has."""
-    _, ia, ib = np.intersect1d(ua.key, ub.key, assume_unique=True, return_indices=True)
-    order = np.argsort(ia, kind='stable')
-    ia, ib = ia[order], ib[order]
+    if len(ua.key) == len(ub.key) and np.array_equal(ua.key, ub.key):   # the same samples in the same order
+        ia = ib = np.arange(len(ua.key))
+    else:
+        _, ia, ib = np.intersect1d(ua.key, ub.key, assume_unique=True, return_indices=True)
+        order = np.argsort(ia, kind='stable')
+        ia, ib = ia[order], ib[order]
     sa, sb = ua.status[ia], ub.status[ib]
     both = (sa == 0) & (sb == 0)
     reason = np.where(sa != 0, sa, sb)[~both]
@@ -198,9 +204,12 @@ def paired_test(strata: Sequence[Tuple[float, np.ndarray, np.ndarray, np.ndarray
     values = np.concatenate([np.concatenate([np.asarray(a, float), np.asarray(b, float)]) for _, a, b, _ in strata])
     cl = np.concatenate([np.asarray(c, np.int64) for *_, c in strata])
     own = cl < 0
-    cl = np.where(own, cl.max(initial=0) + 1 + np.cumsum(own), cl)   # a sample without a cluster is its own
+    if own.all():
+        cl, independent = np.arange(len(d)), True
+    else:
+        cl = np.where(own, cl.max(initial=0) + 1 + np.cumsum(own), cl)   # a sample without a cluster is its own
+        independent = len(np.unique(cl)) == len(d)
     binary = bool(np.all((values == 0) | (values == 1)))
-    independent = len(np.unique(cl)) == len(d)
     if independent and binary and np.ptp(w) <= 1e-12 * w.max():
         return stats.mcnemar(int(np.sum(d > 0)), int(np.sum(d < 0)), len(d))
     return stats.sign_flip(d, w, cl)
@@ -447,7 +456,8 @@ def _decision(m: str, lo: int, hi: int, k: int, tests: dict, adjusted: dict, ran
                 and adjusted.get((x, y), 1.0) < stats.ALPHA and p.significant and (x if p.diff > 0 else y) == m)
     named = ', '.join(better[:3]) + (f' and {len(better) - 3} more' if len(better) > 3 else '')
     return (f'ranks {rank_text((lo, hi))} of {k}: {len(better)} significantly better' + (f' ({named})' if better else '')
-            + f', {worse} significantly worse (Holm over the {len(adjusted)} pairs)' + partial)
+            + f', {worse} significantly worse (Holm over the {len(adjusted)} testable pair{"s" * (len(adjusted) != 1)})'
+            + partial)
 
 
 def _length(tier: Optional[str], unit: int) -> float:
