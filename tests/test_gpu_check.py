@@ -65,11 +65,16 @@ def test_strip_wheel_drops_turbomind_and_keeps_record_exact(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- the Python, first
-def test_python_version_is_checked_against_lmdeploys_wheels():
-    assert environment.check_python((3, 12, 3)) == []
-    assert environment.check_python((3, 10, 0)) == [] and environment.check_python((3, 14, 1)) == []
+def test_python_version_is_checked_against_what_gpu_install_installs():
+    """3.10-3.12: LMDeploy 0.18.0 and torch 2.10.0 go to 3.14, but numpy<2 has no cp313 wheel and pyarrow==20.0.0
+    none for cp314 (the pins make gpu-install installs)."""
+    assert environment.check_python((3, 12, 3)) == [] and environment.check_python((3, 10, 0)) == []
+    (py313,) = environment.check_python((3, 13, 1))
+    assert '3.10 to 3.12' in py313 and 'numpy<2' in py313 and 'cp313' in py313
+    (py314,) = environment.check_python((3, 14, 1))
+    assert 'pyarrow==20.0.0' in py314 and 'make gpu-install PYTHON=python3.12' in py314
     (old,) = environment.check_python((3, 9, 18))
-    assert 'Python 3.9.18' in old and '3.10 to 3.14' in old and 'LMDeploy 0.18.0' in old
+    assert 'Python 3.9.18' in old and '3.10 to 3.12' in old and 'LMDeploy 0.18.0' in old
     (new,) = environment.check_python((3, 15, 0))
     assert 'Python 3.15.0' in new and 'make gpu-install PYTHON=python3.12' in new
     # the carried wheelhouse: cp312 wheels only
@@ -150,7 +155,8 @@ def test_each_measurement_is_saved_when_made_and_kept_when_the_stage_is_cut(tmp_
     data = json.loads((out / 'gpu_check.json').read_text())
     assert [p['tokens'] for p in data['stages']['bench-pytorch']['prefill']] == [4096, 32768]
     md = (out / 'gpu_check.md').read_text()
-    assert '| prefill | 4096 | 1 | 0.500 | 8192 | 0.410 |' in md and '| prefill | 32768 |' in md
+    assert '| prefill | 4096 | 1 | - | its own pass, 1 new token | 0.500 | 8192 | 0.410 |' in md
+    assert '| prefill | 32768 |' in md
     lines = [json.loads(x) for x in (out / 'gpu_check.jsonl').read_text().splitlines()]
     assert [x['prefill']['tokens'] for x in lines if 'prefill' in x] == [4096, 32768]
     line = report.finish()
@@ -178,7 +184,7 @@ def test_stage_out_of_time_is_skipped_and_reported(tmp_path):
     entry = report.stage('model', lambda rec: {'never': 'run'})
     assert entry['status'] == 'skipped' and 'never' not in entry
     assert '| model | skipped |' in (tmp_path / 'gpu_check.md').read_text()
-    assert 'not run: model directory (no time left)' in report.finish()
+    assert 'not run: model directory (no time left in this run)' in report.finish()
 
 
 def test_stage_result_may_set_its_status(tmp_path):
@@ -446,13 +452,21 @@ def test_throughput_through_the_wrapper_saves_each_measurement(tmp_path, tiny_mo
                          989.0, 4.8, 1024 ** 3)
     assert entry['status'] == 'ok', entry.get('traceback')
     assert entry['engine'] == {'session_len': 2048 + 512, 'max_batch_size': 2, 'lengths': [256, 1024, 2048],
-                               'backend': 'pytorch'}
+                               'backend': 'pytorch', 'tp': 1}
     assert [p['tokens'] for p in entry['prefill']] == [256, 1024, 2048]    # LMDeploy's own count of each prompt
     assert all(p['mfu'] == pytest.approx(p['flops'] / p['seconds'] / 989e12) for p in entry['prefill'])
     assert [(d['context'], d['batch']) for d in entry['decode']] == [(512, 1), (512, 2)]
+    # prefill: the engine's prefix cache is on (as the leaderboard runs it), but no prompt shares a block with another
+    assert entry['prefix_caching'] == 'on'
+    assert all(p['cache_checked'] and p['cached_tokens'] == 0 for p in entry['prefill'])
+    # decode: timed from the streamed tokens, after every prefill, on fresh prompts
+    for d in entry['decode']:
+        assert d['streamed'] and d['seconds'] > 0 and 0 < d['window_tokens'] <= d['batch'] * T.DECODE_NEW
+        assert d['generated'] == [T.DECODE_NEW] * d['batch'] and d['seconds'] < d['wall_s']
     lines = T.cost_model_lines(report.data)
-    assert lines[0].startswith('# measured on one NVIDIA H200 (H200-141GB)')
+    assert lines[0].startswith('# measured: gpu_check ') and 'on one NVIDIA H200 (H200-141GB), pytorch engine' in lines[0]
     assert any(x.startswith('H200_141GB_PYTORCH_MEASURED = dict(prefill_mfu=') for x in lines)
+    assert any(x.startswith("    calibrated_by='gpu_check ") for x in lines)
     assert 'PyTorch engine throughput at 256, 1k, 2k' in report.finish()
 
 

@@ -45,7 +45,8 @@ def to_markdown(summary: Dict) -> str:
                   f"LongCtxPartitioner(cost_model=...)): {gpu['name']} {gpu['bf16_tflops']} TFLOPS BF16, "
                   f"{gpu['hbm_tbps']} TB/s ({gpu['source']}); prefill at {cm['prefill_mfu']:.0%} of peak, decode at "
                   f"{cm['decode_bw_efficiency']:.0%} of HBM bandwidth, {cm['output_fraction']:.0%} of max_out_len "
-                  f"generated; engine start {cm['engine_start_s']} s; subprocess import {cm['subprocess_import_s']} s. "
+                  f"generated; engine start {cm['engine_start_s']} s; subprocess import {cm['subprocess_import_s']} s "
+                  f"({'calibrated by ' + cm['calibrated_by'] if cm.get('calibrated_by') else 'assumptions, not yet calibrated on a GPU'}). "
                   'Prompt tokens are exact where the dataset was built before (its build record), else "(est.)" from '
                   'the tier arithmetic; they are counted in each benchmark\'s data tokenizer.']
     if summary['skipped_already_predicted']:
