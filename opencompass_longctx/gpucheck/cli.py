@@ -249,7 +249,7 @@ def _close(kept: Dict) -> None:
 def _tp(rec, config: str, engine: str, gpus: int, gpu: Dict, rehearse: bool) -> Dict:
     from opencompass_longctx.gpucheck.throughput import run_tp
     return run_tp(rec, _model_cfg(config), engine, gpus, gpu['peak'], gpu['hbm'],
-                  139 * 1024 ** 3 if rehearse else None)
+                  139 * 1024 ** 3 if rehearse else None, rehearse)
 
 
 def _rehearsal(work: str, env: Dict) -> None:

@@ -310,10 +310,11 @@ def tp_for(cfg: Dict, gpus: int) -> int:
 
 
 def run_tp(rec, model_cfg: Dict, backend: str, gpus: int, peak_tflops: Optional[float], hbm_tbps: Optional[float],
-           free_bytes: Optional[float] = None) -> Dict:
+           free_bytes: Optional[float] = None, rehearse: bool = False) -> Dict:
     """The tp > 1 stage: the same wrapper on ``tp`` GPUs (:func:`tp_for`), prefill and decode measured as the
     bench stage measures them (MFU and HBM efficiency over all ``tp`` GPUs: what the cost model's ``tp x`` peak
-    figures assume). One GPU visible: not run, and the report says so."""
+    figures assume). One GPU visible: not run, and the report says so; the PyTorch engine without Ray: failed (a
+    rehearsal: not run), with the fix."""
     import json
     import os
     with open(os.path.join(model_cfg['path'], 'config.json'), encoding='utf-8') as f:
@@ -322,6 +323,13 @@ def run_tp(rec, model_cfg: Dict, backend: str, gpus: int, peak_tflops: Optional[
         return {'status': 'skipped', 'where': f'{gpus} GPU(s) visible: tp > 1 needs 2 or more (CUDA_VISIBLE_DEVICES)'
                 if gpus < 2 else 'no tp > 1 divides the model\'s heads'}
     rec.set(tp=tp, gpus_visible=gpus)
+    if backend == 'pytorch':
+        try:
+            import ray  # noqa: F401  (LMDeploy's PyTorch engine runs tp > 1 under Ray)
+        except ImportError as e:
+            where = (f'no Ray in this Python ({e}): the PyTorch engine runs tp > 1 under Ray; make gpu-install '
+                     'installs it (LMDeploy requires it), the carried wheelhouse of bench/gpu_check.sh has none')
+            return {'status': 'skipped' if rehearse else 'failed', 'where': where, 'error': where}
     visible = [d for d in os.environ.get('CUDA_VISIBLE_DEVICES', '').split(',') if d.strip()]
     if len(visible) > tp:       # the wrapper checks tp against the GPUs it is given; LMDeploy takes the first tp
         os.environ['CUDA_VISIBLE_DEVICES'] = ','.join(visible[:tp])
