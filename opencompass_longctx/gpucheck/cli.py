@@ -222,10 +222,16 @@ def _model_cfg(config: str) -> Dict:
     return dict(Config.fromfile(config)['models'][0])
 
 
+def _free_bytes(rehearse: bool) -> Optional[float]:
+    """GPU memory the bench engines are sized from: what CUDA reports free (None: asked when the engine is built); a
+    rehearsal's pretend H200."""
+    return 139 * 1024 ** 3 if rehearse else None
+
+
 def _bench(rec, config: str, engine: str, batch: int, gpu: Dict, rehearse: bool, keep: Optional[Dict] = None) -> Dict:
     from opencompass_longctx.gpucheck.throughput import run_bench
-    return run_bench(rec, _model_cfg(config), engine, batch, gpu['peak'], gpu['hbm'],
-                     139 * 1024 ** 3 if rehearse else None, keep=keep)
+    return run_bench(rec, _model_cfg(config), engine, batch, gpu['peak'], gpu['hbm'], _free_bytes(rehearse),
+                     keep=keep)
 
 
 def _prefix(rec, config: str, engine: str, batch: int, tier: str, rehearse: bool, kept: Dict) -> Dict:
@@ -235,8 +241,7 @@ def _prefix(rec, config: str, engine: str, batch: int, tier: str, rehearse: bool
 
     def engine_now():
         if not kept.get('engine'):
-            kept['engine'] = open_engine(rec, _model_cfg(config), engine, batch,
-                                         139 * 1024 ** 3 if rehearse else None)
+            kept['engine'] = open_engine(rec, _model_cfg(config), engine, batch, _free_bytes(rehearse))
         return kept['engine']
     return run_prefix(rec, engine_now, config, tier)
 
@@ -248,8 +253,7 @@ def _close(kept: Dict) -> None:
 
 def _tp(rec, config: str, engine: str, gpus: int, gpu: Dict, rehearse: bool) -> Dict:
     from opencompass_longctx.gpucheck.throughput import run_tp
-    return run_tp(rec, _model_cfg(config), engine, gpus, gpu['peak'], gpu['hbm'],
-                  139 * 1024 ** 3 if rehearse else None, rehearse)
+    return run_tp(rec, _model_cfg(config), engine, gpus, gpu['peak'], gpu['hbm'], _free_bytes(rehearse), rehearse)
 
 
 def _rehearsal(work: str, env: Dict) -> None:

@@ -85,6 +85,11 @@ def run_prefix(rec, engine_now: Callable[[], BenchEngine], config_path: str, tie
                 'turns it off for this model): nothing to measure'}
     size = engine.plan['max_batch_size']
     rec.set(batch_size=size)
+    longest = max(len(x) for x in shaped['ids']) + 8          # the uncacheable twin's own first line, the answer
+    if longest > engine.plan['session_len']:
+        raise RuntimeError(f"the bench engine's session_len {engine.plan['session_len']} cannot hold the NoLiMa "
+                           f'batch at {tier} (its longest prompt is {longest - 8} tokens): choose a smaller '
+                           '--prefix-tier')
     # 2. the uncacheable twin first: its blocks are keyed by its own first lines, so they serve nothing to step 3
     uncached = 0.0
     for part in batches(order, size):

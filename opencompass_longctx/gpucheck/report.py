@@ -197,7 +197,7 @@ def verdict(data: Dict) -> str:
             continue
         label = {'model': 'model directory', 'data': 'datasets'}.get(k) or {
             'opencompass': f'{eng} through OpenCompass', 'bench': f'{eng} throughput',
-            'prefix': f'{eng} prefix cache', 'tp': f"{eng} at tp={s.get('tp', '>1')}"}[k]
+            'prefix': f'{eng} prefix cache', 'tp': f"{eng} at tp={s['tp']}" if s.get('tp') else f'{eng} at tp > 1'}[k]
         if status == 'skipped':
             not_run.append(f"{label} ({s.get('where') or 'no time left'})")
         elif k == 'data' and status == 'ok' and s.get('rows_checked'):
@@ -264,7 +264,7 @@ def to_markdown(data: Dict) -> str:
              f"Command: `{data['command']}`", '', '| stage | status | seconds | note |', '|---|---|---|---|']
     for name, s in data['stages'].items():
         note = _first_line(s.get('error') or s.get('where'), 160) if s.get('status') != 'ok' else s.get('note', '')
-        lines.append(row(name, s.get('status'), s.get('seconds', ''), note))
+        lines.append(row(name, s.get('status'), str(s.get('seconds', '')), note))
     stack = data['stages'].get('stack', {})
     if stack.get('status') == 'ok':
         lines += ['', 'Environment: ' + ', '.join(f'{k} {stack[k]}' for k in (

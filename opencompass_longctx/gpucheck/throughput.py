@@ -192,7 +192,9 @@ def _gen(new: int):
 def _check_responses(res: List, what: str) -> None:
     bad = [r for r in res if r.finish_reason in ('error', 'abort') or getattr(r, 'error_code', None)]
     if bad:     # an error response is an empty answer with no compute: its timing would be meaningless
-        raise RuntimeError(f'LMDeploy answered {len(bad)} of {len(res)} prompts with an error: {bad[0]!r}'[:1000])
+        r = bad[0]
+        raise RuntimeError(f'{what}: LMDeploy answered {len(bad)} of {len(res)} prompts with an error '
+                           f'({r.error_code}: {r.error_message}; input_token_len {r.input_token_len}): {r!r}'[:1000])
 
 
 def _uncached(res: List, what: str) -> None:
