@@ -335,6 +335,19 @@ def run_tp(rec, model_cfg: Dict, backend: str, gpus: int, peak_tflops: Optional[
     visible = [d for d in os.environ.get('CUDA_VISIBLE_DEVICES', '').split(',') if d.strip()]
     if len(visible) > tp:       # the wrapper checks tp against the GPUs it is given; LMDeploy takes the first tp
         os.environ['CUDA_VISIBLE_DEVICES'] = ','.join(visible[:tp])
+    if rehearse and backend == 'pytorch':
+        # no GPU for Ray to place the tp workers on: a rehearsal stops where LMDeploy would start its Ray cluster
+        import lmdeploy.pytorch.ray as lmdeploy_ray
+
+        from opencompass_longctx.gpucheck.report import REHEARSAL_MARK
+
+        def stop(*args, **kwargs):
+            raise RuntimeError(f'{REHEARSAL_MARK} (LMDeploy starts Ray here and places {tp} workers on GPUs)')
+        start, lmdeploy_ray.init_ray_cluster = lmdeploy_ray.init_ray_cluster, stop
+        try:
+            open_engine(rec, model_cfg, backend, 8, free_bytes, tp=tp)
+        finally:
+            lmdeploy_ray.init_ray_cluster = start
     engine = open_engine(rec, model_cfg, backend, 8, free_bytes, tp=tp)
     return run_bench(rec, model_cfg, backend, 8, peak_tflops, hbm_tbps, engine=engine)
 
