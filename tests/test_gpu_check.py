@@ -811,3 +811,33 @@ def test_the_prefix_stage_predicts_what_the_plan_would():
     got = predicted(texts, ids)
     assert got['predicted_share_trie'] == pytest.approx(640 / (641 + 642 + 200))
     assert got['predicted_share'] == pytest.approx(640 / (641 + 642 + 200))
+
+
+def test_the_data_stage_fails_on_rows_that_would_not_be_sent(tmp_path):
+    """LongBioBench fills its prompt to the tier: at 32k, without the example's reserve_tokens, prompts + the answer
+    exceed the 32768 engine of the short band and would be held back; the check's own config carries
+    reserve_tokens, and the data stage measures every row as the inferencer would and fails on any that does not
+    fit."""
+    from opencompass_longctx.tokenizer.qwen_dir import build
+    model = tmp_path / 'model'
+    build(str(model))
+    (model / 'config.json').write_text(json.dumps(stages.model_config()))
+    text = stages.eval_config(str(model), str(tmp_path / 'data'), ['32k'], '64k', 4, 'pytorch',
+                              str(tmp_path / 'runs'), 'H200-141GB', None, 139)
+    assert 'reserve_tokens=LONGBIO_RESERVE_TOKENS' in text
+    keep = "\ndatasets = [d for d in datasets if d['abbr'] == 'longbio_standard_32k']\n"
+    ok_cfg, bad_cfg = tmp_path / 'ok.py', tmp_path / 'bad.py'
+    ok_cfg.write_text(text + keep)
+    bad_cfg.write_text(text + keep + "datasets = [dict(d, reserve_tokens=0) for d in datasets]\n")
+    report = R.Report(str(tmp_path / 'out'), 'longctx-gpu-check', rehearse=True)
+    ok = report.stage('data', stages.stage_data, str(ok_cfg))
+    assert ok['status'] == 'ok', ok.get('error') or ok.get('traceback')
+    (row,) = ok['datasets']
+    assert row['rows'] == 4 and row['fits'] and row['session_len'] == 32768
+    assert row['longest_prompt'] + row['max_out_len'] <= 32768
+    assert '| longbio_standard_32k | <= 32k | 4 |' in (tmp_path / 'out' / 'gpu_check.md').read_text()
+    bad = R.Report(str(tmp_path / 'bad'), 'longctx-gpu-check', rehearse=True).stage('data', stages.stage_data,
+                                                                                 str(bad_cfg))
+    (row,) = bad['datasets']
+    assert bad['status'] == 'failed' and row['over_engine'] >= 1 and not row['fits']
+    assert 'longbio_standard_32k: ' in bad['error'] and 'exceed the <= 32k engine (32768 tokens' in bad['error']

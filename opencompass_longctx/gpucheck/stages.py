@@ -5,7 +5,8 @@ The model: a directory with the real Qwen2.5 tokenizer and chat template (:func:
 .build`) and random bf16 weights at Qwen2.5-7B's geometry (the leaderboard row's ``arch``), made on the GPU; the
 answers are noise, the compute, the memory and the engine path are the real ones. ``--model-dir`` serves a real
 Qwen2.5-7B-Instruct directory instead. The data: the CPU example's datasets (BABILong stand-in files, generated
-LongBioBench, NoLiMa stand-in needles and books: all offline) at the short tiers and one 128k tier. The run: the
+LongBioBench with the leaderboard example's ``reserve_tokens``, NoLiMa stand-in needles and books: all offline) at
+the short tiers and one 128k tier, each row checked to be sendable (:mod:`.sendable`). The run: the
 real ``opencompass`` command through ``LongCtxPartitioner`` and ``LongCtxInferTask`` with the leaderboard's
 qwen2.5-7b-instruct row, one run per engine (``backend='turbomind'`` / ``'pytorch'``), LMDeploy at INFO level so
 that its log says what it was handed and what it built.
