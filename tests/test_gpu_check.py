@@ -464,7 +464,8 @@ def test_throughput_through_the_wrapper_saves_each_measurement(tmp_path, tiny_mo
         assert d['streamed'] and d['seconds'] > 0 and 0 < d['window_tokens'] <= d['batch'] * T.DECODE_NEW
         assert d['generated'] == [T.DECODE_NEW] * d['batch'] and d['seconds'] < d['wall_s']
     lines = T.cost_model_lines(report.data)
-    assert lines[0].startswith('# measured: gpu_check ') and 'on one NVIDIA H200 (H200-141GB), pytorch engine' in lines[0]
+    assert lines[0].startswith('# measured: gpu_check ')
+    assert 'on one NVIDIA H200 (H200-141GB), pytorch engine' in lines[0]
     assert any(x.startswith('H200_141GB_PYTORCH_MEASURED = dict(prefill_mfu=') for x in lines)
     assert any(x.startswith("    calibrated_by='gpu_check ") for x in lines)
     assert 'PyTorch engine throughput at 256, 1k, 2k' in report.finish()

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
+from opencompass_longctx.errors import LongCtxError
 from opencompass_longctx.models import geometry
 from opencompass_longctx.tables.cost_model import GPUS
 LENGTHS = (4096, 32768, 131072 - 512)    # prompt tokens; the longest leaves room in a 128k engine
@@ -107,15 +108,15 @@ def bench_engine(cfg: Dict, weights: float, free_bytes: float, batch: int, backe
                        'GiB free on this GPU')
 
 
-class CacheServedError(RuntimeError):
+class CacheServedError(LongCtxError, RuntimeError):
     """A pass meant to time compute was served (partly) from the prefix cache."""
 
 
 @dataclass
 class BenchEngine:
     """One engine of the throughput and prefix-cache stages: the leaderboard wrapper, LMDeploy's pipeline under it,
-    the model directory, its config.json and weight bytes, the engine's size (:func:`bench_engine`) and whether its prefix cache
-    is on."""
+    the model directory, its config.json and weight bytes, the engine's size (:func:`bench_engine`) and whether its
+    prefix cache is on."""
     model: object
     pipe: object
     path: str

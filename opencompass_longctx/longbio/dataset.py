@@ -17,7 +17,8 @@ class LongBioOptions(Options):
     ``tokenizer``: None for the authors' tokenizer offline (``tiktoken:qwen2``, Qwen2.5's vocabulary), another
     'tiktoken:<encoding>' name or a Hugging Face tokenizer directory / id. ``max_prompt_tokens``: the longest a
     prompt may be (system + user message + answer prefix, data tokenizer) whatever the tier; the planner sets it
-    for a model whose window is below the tier (:mod:`opencompass_longctx.models.window`). The generation fields are checked by
+    for a model whose window is below the tier (:mod:`opencompass_longctx.models.window`). The generation fields are
+    checked by
     :func:`~.generator.make_spec` (the tier parsed there, once), whose :class:`~.generator.Spec` is ``spec``;
     ``num_proc``: processes for a build (default: the cores available; the same rows for any value)."""
     error: ClassVar[type] = LongBioConfigError

@@ -11,7 +11,8 @@ and templates are read in file order. Standard, multi-standard, citation and IDK
 Length. A tier is a budget of ``tier_tokens`` (1k = 1024 tokens) of the data tokenizer for the whole prompt
 text: system message + user message + assistant prefix (chat-template tokens and the answer are not
 counted; ``reserve_tokens`` holds some back; ``max_prompt_tokens`` caps the budget whatever the tier: a model whose
-window is below the tier gets prompts built to its window, as the authors size theirs to the model they evaluate). The data tokenizer defaults to ``tiktoken:qwen2``: the authors'
+window is below the tier gets prompts built to its window, as the authors size theirs to the model they evaluate).
+The data tokenizer defaults to ``tiktoken:qwen2``: the authors'
 (Qwen2.5-7B-Instruct's vocabulary, split pattern and NFC normaliser, offline), so tier lengths are the
 authors'. A Hugging Face tokenizer directory is counted through its exact tiktoken twin when it has one
 (``tokenizer.counting``), so every count below, the final check included, costs a tiktoken pass.

@@ -46,7 +46,7 @@ def to_markdown(summary: Dict) -> str:
                   f"{gpu['hbm_tbps']} TB/s ({gpu['source']}); prefill at {cm['prefill_mfu']:.0%} of peak, decode at "
                   f"{cm['decode_bw_efficiency']:.0%} of HBM bandwidth, {cm['output_fraction']:.0%} of max_out_len "
                   f"generated; engine start {cm['engine_start_s']} s; subprocess import {cm['subprocess_import_s']} s "
-                  f"({'calibrated by ' + cm['calibrated_by'] if cm.get('calibrated_by') else 'assumptions, not yet calibrated on a GPU'}). "
+                  f"({_calibration(cm)}). "
                   'Prompt tokens are exact where the dataset was built before (its build record), else "(est.)" from '
                   'the tier arithmetic; they are counted in each benchmark\'s data tokenizer.']
     if summary['skipped_already_predicted']:
@@ -115,6 +115,11 @@ def write(summary: Dict, plan: Dict, directory: str, markdown: Optional[str] = N
     with open(paths['json'], 'w', encoding='utf-8') as f:
         f.write(to_json(summary, plan))
     return paths
+
+
+def _calibration(cm: Dict) -> str:
+    """Where the cost model's constants come from: the GPU-check run that calibrated them, else assumptions."""
+    return f"calibrated by {cm['calibrated_by']}" if cm.get('calibrated_by') else 'assumptions, not yet calibrated on a GPU'
 
 
 def _reuse_text(summary: Dict) -> str:
