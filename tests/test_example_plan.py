@@ -165,3 +165,22 @@ def test_a_pair_that_cannot_be_fitted_is_left_out_with_the_reason():
     assert 'exceed the window of llama-3.1-8b-instruct (120,000)' in why
     # a model the plan does not cost (no engine_config) keeps it: the run's over-length check decides there
     assert combinations.for_model(dict(abbr='hf', max_seq_len=1000), dict(babilong_datasets[0]))[1] == ''
+
+
+def test_a_measured_tokenizer_ratio_that_puts_prompts_over_the_window_is_a_problem():
+    """The window check without tokenizers takes model tokens as data tokens; where the plan measures the model's
+    own tokenizer and its prompts come out longer than the window, the plan says so (a problem: the run does not
+    start engines for prompts that would be held back)."""
+    from opencompass_longctx.configs.models.lmdeploy_longctx import lmdeploy_longctx_models
+    from opencompass_longctx.plan.checks import engine_problems
+    from opencompass_longctx.plan.cost import cost_model
+    from opencompass_longctx.plan.grouping import _task
+    from opencompass_longctx.plan.loads import DatasetLoad
+    model = next(dict(m) for m in lmdeploy_longctx_models if m['abbr'] == 'internlm2_5-7b-chat-1m')
+    fits = DatasetLoad('longbio_standard_1m', 'longbio', '1m', 1048576, 100, 10 ** 8, False, 50, 1048064, ratio=0.99)
+    over = DatasetLoad('longbio_rank_2_1m', 'longbio', '1m', 1048576, 100, 10 ** 8, False, 100, 1048064, ratio=1.04)
+    task = _task(model, model['abbr'], '128k-1m', 0, 1, [({}, fits), ({}, over)], cost_model(), 64, True)
+    (line,) = task.engine.over_window
+    assert line.startswith('longbio_rank_2_1m (1,048,064 data tokens x 1.040 + 128 + 100 = 1,090,215 > 1,048,576)')
+    (problem,) = engine_problems({'tasks': [task]})
+    assert problem['where'] == ['internlm2_5-7b-chat-1m'] and 'would be held back as over-length' in problem['problem']

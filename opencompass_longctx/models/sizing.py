@@ -7,7 +7,7 @@ directory is here, else the one the shipped model table declares."""
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from opencompass_longctx.models import geometry
 GIB = 1024 ** 3
@@ -48,6 +48,7 @@ class EnginePlan:
     caveats: Optional[Dict] = None          # {tier: caveat marks} (models.recipe.caveats)
     cp: Optional[int] = None                # TurboMind's context parallelism, where the plan considered it
     cp_note: Optional[str] = None           # why that cp (models.context_parallel.choose)
+    over_window: Optional[List[str]] = None  # datasets over the model's window by the measured tokenizer ratio
 
     @property
     def prefix_cached(self) -> bool:

@@ -12,9 +12,11 @@ LongBioBench fills a token budget) gets them built to the window, as LongBioBenc
 model they evaluate; any other pair is left out, and the plan lists it as N/A with this reason.
 
 Model tokens are taken as data-tokenizer tokens here (no tokenizer is loaded, so every process that expands a run,
-the partitioner, the evaluation partitioner and the summarizer, decides the same); where they differ, the run's
-over-length check, which counts each prompt in the model's own tokenizer, still holds a prompt back rather than
-cut it. For the Qwen rows and LongBioBench (Qwen2.5's vocabulary) the two are the same tokenizer.
+the partitioner, the evaluation partitioner and the summarizer, decides the same); where the model's tokenizer is at
+hand the planner checks again with the measured ratio and reports a dataset that comes out over the window as a
+problem of the run (``plan.grouping._over_window``), and the run's over-length check, which counts each prompt in the
+model's own tokenizer, still holds a prompt back rather than cut it. For the Qwen rows and LongBioBench (Qwen2.5's
+vocabulary) the two are the same tokenizer.
 """
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple

@@ -117,6 +117,22 @@ def _with_model_window(d: Dict, window: int) -> Dict:
     return d
 
 
+def _over_window(loads, window: int) -> List[str]:
+    """The datasets whose longest prompt, in the model's tokens by the tokenizer ratio measured here, with the chat
+    template and the answer, exceed the model's window: :mod:`opencompass_longctx.models.window` decided without a
+    tokenizer (model tokens taken as data tokens), this is the check where the model's tokenizer is at hand."""
+    import math
+
+    from opencompass_longctx.models.window import CHAT_TEMPLATE_TOKENS
+    out = []
+    for ld in loads:
+        need = math.ceil(ld.row_tokens_estimate * (ld.ratio or 1.0)) + CHAT_TEMPLATE_TOKENS + ld.max_out_len
+        if window and ld.ratio and need > window:
+            out.append(f'{ld.abbr} ({ld.row_tokens_estimate:,} data tokens x {ld.ratio:.3f} + '
+                       f'{CHAT_TEMPLATE_TOKENS} + {ld.max_out_len} = {need:,} > {window:,})')
+    return out
+
+
 def _task(model, abbr, band, shard, shards, group, cm, batch_cap, consider_cp=False) -> TaskPlan:
     loads = [ld for _, ld in group]
     cfg = copy.deepcopy(without_run_options(model))
@@ -136,6 +152,7 @@ def _task(model, abbr, band, shard, shards, group, cm, batch_cap, consider_cp=Fa
         engine.token_ratio_measured = all(ld.ratio is not None for ld in loads)
         engine.rope = effective_rope(cfg, session_len)
         engine.caveats = {ld.tier: caveats(model, ld.tier_tokens) for ld in loads if caveats(model, ld.tier_tokens)}
+        engine.over_window = _over_window(loads, model_max) or None
         ec = dict(cfg.get('engine_config') or {})
         ec.update(session_len=session_len, max_batch_size=engine.max_batch_size)
         if engine.cp and engine.cp > 1:
