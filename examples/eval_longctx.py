@@ -5,8 +5,9 @@
 #   opencompass examples/eval_longctx.py --dry-run   # parse and partition only (any machine): prints the plan
 # Each model runs the tiers up to its own max_tier (opencompass_longctx/tables/lmdeploy_models.py), NoLiMa in
 # the model's own tokenizer (tokenizer='model': one copy per model, abbr <dataset>@<model>), and LongBioBench
-# cells that do not fit a tier once reserve_tokens is set aside are left out: LongCtxPartitioner does it
-# (opencompass_longctx/combinations.py) and the plan lists what it left out.
+# cells that do not fit a tier once reserve_tokens is set aside are left out, and a dataset whose prompts would
+# not fit a model's window is built to fit it (LongBioBench) or left out as N/A: LongCtxPartitioner does it
+# (opencompass_longctx/combinations.py, models/window.py) and the plan lists what it built and what it left out.
 from mmengine.config import read_base
 from opencompass.runners import LocalRunner
 
