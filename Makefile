@@ -120,12 +120,16 @@ system-deps:
 
 # ---- a GPU machine (docs/lmdeploy.md: GPU install): its own environment, never the CPU one above ----
 # The [lmdeploy] extra pins torch 2.10.0, PyPI's CUDA 12.8 build, the CUDA major LMDeploy 0.18.0's wheels are built
-# with; the last step fails when packages of two CUDA majors ended up together (opencompass_longctx.models.cuda_stack).
+# with; the first step refuses a Python its pins have no wheels for (3.13: numpy<2; 3.14: nor pyarrow==20.0.0), the
+# cuda stack step fails when packages of two CUDA majors ended up together (opencompass_longctx.models.cuda_stack), the
+# last one when the PyTorch engine could not compile its Triton kernels (no C compiler, or no Python.h).
 GPU_VENV ?= .venv-gpu
 gpu-install:
+	$(call step,gpu python,$(PYTHON) -m opencompass_longctx.gpucheck.environment,its pins install on Python 3.10 to 3.12: make gpu-install PYTHON=python3.12)
 	$(call step,gpu venv,$(PYTHON) -m venv $(GPU_VENV),on Debian or Ubuntu install the venv module (apt-get install python3-venv),rm -rf $(GPU_VENV))
 	$(call step,gpu-install,. $(GPU_VENV)/bin/activate && pip install -e ".[lmdeploy]",read pip's error above: a network error is worth a retry; CUDA wheels are several GB)
 	$(call step,cuda stack,$(GPU_VENV)/bin/python -m opencompass_longctx.models.cuda_stack,two CUDA majors: rm -rf $(GPU_VENV) and run make gpu-install again (a fresh environment))
+	$(call step,build tools,$(GPU_VENV)/bin/python -m opencompass_longctx.gpucheck.environment --build-tools,the PyTorch engine (Triton) compiles its kernels with a C compiler against Python.h: install the Debian packages named above)
 
 # The GPU check in the GPU environment (python -m: also where the editable install predates the console script).
 # GPU_CHECK_ARGS: more options (longctx-gpu-check --help), e.g. --model-dir DIR or --engines pytorch.

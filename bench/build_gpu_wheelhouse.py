@@ -64,6 +64,9 @@ NEEDED: Tuple[Tuple[str, str], ...] = (
     ('xgrammar==0.2.9', 'xgrammar: lmdeploy.pytorch.engine.guided_process (model_agent/agent.py)'),
     ('apache-tvm-ffi==0.1.11', 'tvm_ffi: xgrammar (the version LMDeploy 0.18 pins)'),
     ('shortuuid==1.0.13', 'shortuuid: lmdeploy.serve.openai.protocol (model_agent/agent.py)'),
+    # imported when the engine is built, after its first CUDA call (AsyncEngine._build_stat_loggers, enable_metrics
+    # is on by default; TurboMind reports a request's cached_tokens only with it): a rehearsal never reaches it
+    ('prometheus-client==0.26.0', 'prometheus_client: lmdeploy.metrics.loggers (serve/core/async_engine.py:234)'),
     ('importlib-metadata==8.7.0', 'importlib_metadata: opencompass.utils.dependency (10.x needs lazy_importer)'),
     ('evaluate==0.4.6', 'evaluate: opencompass.openicl.icl_evaluator'),
     ('prettytable==3.18.0', 'prettytable: opencompass.summarizers, our summarizer'),

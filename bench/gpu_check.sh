@@ -8,8 +8,9 @@
 # Checks the Python first (the wheelhouse is cp312 only: the package's check, run from the checkout before anything
 # is installed), installs the wheelhouse (--no-deps --no-index, into a separate directory: the machine's own
 # packages are left as they are) and this checkout, then runs the check inside one 600 s device call (stage limits
-# below); the report is $OUT/gpu_check.{json,md,jsonl} (outputs/gpu_check without $OUT). Other arguments go to
-# longctx-gpu-check (--help).
+# below: the bench engine serves the prefix-cache stage too; the tp > 1 stage is not run on one GPU, and the
+# wheelhouse has no Ray, which the PyTorch engine needs for it); the report is $OUT/gpu_check.{json,md,jsonl}
+# (outputs/gpu_check without $OUT). Other arguments go to longctx-gpu-check (--help).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -36,4 +37,4 @@ export TIKTOKEN_CACHE_DIR="$PWD/$HOUSE/tiktoken"   # the OpenAI vocabulary files
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
 # one 600 s device call: the stage limits the call allows (each is also cut to the call's time left)
 exec "$PY" -u -m opencompass_longctx.gpucheck --out "$OUT" --python 3.12 --call-seconds 600 \
-  --limits python=10,stack=30,model=90,data=40,opencompass=380,bench=110 "$@"
+  --limits python=10,stack=30,model=90,data=40,opencompass=330,bench=110,prefix=45,tp=5 "$@"

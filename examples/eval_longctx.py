@@ -5,8 +5,9 @@
 #   opencompass examples/eval_longctx.py --dry-run   # parse and partition only (any machine): prints the plan
 # Each model runs the tiers up to its own max_tier (opencompass_longctx/tables/lmdeploy_models.py), NoLiMa in
 # the model's own tokenizer (tokenizer='model': one copy per model, abbr <dataset>@<model>), and LongBioBench
-# cells that do not fit a tier once reserve_tokens is set aside are left out: LongCtxPartitioner does it
-# (opencompass_longctx/combinations.py) and the plan lists what it left out.
+# cells that do not fit a tier once reserve_tokens is set aside are left out, and a dataset whose prompts would
+# not fit a model's window is built to fit it (LongBioBench) or left out as N/A: LongCtxPartitioner does it
+# (opencompass_longctx/combinations.py, models/window.py) and the plan lists what it built and what it left out.
 from mmengine.config import read_base
 from opencompass.runners import LocalRunner
 
@@ -23,6 +24,7 @@ with read_base():
     from opencompass_longctx.configs.datasets.babilong.babilong_256k_gen import babilong_datasets as babilong_256k
     from opencompass_longctx.configs.datasets.babilong.babilong_512k_gen import babilong_datasets as babilong_512k
     from opencompass_longctx.configs.datasets.babilong.babilong_1m_gen import babilong_datasets as babilong_1m
+    from opencompass_longctx.configs.datasets.longbio.longbio_base import LONGBIO_RESERVE_TOKENS
     from opencompass_longctx.configs.datasets.longbio.longbio_2k_gen import longbio_datasets as longbio_2k
     from opencompass_longctx.configs.datasets.longbio.longbio_8k_gen import longbio_datasets as longbio_8k
     from opencompass_longctx.configs.datasets.longbio.longbio_32k_gen import longbio_datasets as longbio_32k
@@ -51,7 +53,8 @@ models = [m for m in lmdeploy_longctx_models if m['abbr'] in RUN_MODELS]
 
 # LongBioBench fills the whole prompt to the tier: reserve_tokens keeps room for the chat template and the answer.
 # Above 128k (beyond the paper) 100 samples per cell, as BABILong publishes 100 per task at its long tiers.
-longbio = [dict(d, reserve_tokens=512, **({'num_samples': 100} if TIERS[d['tier']] > 128000 else {}))
+longbio = [dict(d, reserve_tokens=LONGBIO_RESERVE_TOKENS,
+                **({'num_samples': 100} if TIERS[d['tier']] > 128000 else {}))
            for d in [*longbio_2k, *longbio_8k, *longbio_32k, *longbio_64k, *longbio_128k, *longbio_1m]]
 datasets = [*babilong_0k, *babilong_4k, *babilong_16k, *babilong_32k, *babilong_64k, *babilong_128k,
             *babilong_256k, *babilong_512k, *babilong_1m, *longbio,

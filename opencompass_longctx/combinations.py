@@ -11,7 +11,10 @@ dataset), :func:`expand` applies three rules, the same for inference (``LongCtxP
   tokens: one copy of the dataset per model);
 * a model config's ``thinks=True`` raises the decoding budgets (:mod:`opencompass_longctx.reasoning`);
 * a dataset whose benchmark spec says it cannot fit its tier (LongBioBench: the cell's needles and
-  ``reserve_tokens``) is left out, and the plan names it.
+  ``reserve_tokens``) is left out, and the plan names it;
+* for an LMDeploy model, a dataset whose longest prompt and answer exceed the model's window is built to fit it
+  where its benchmark can (LongBioBench's prompt budget), else left out as N/A with the reason
+  (:mod:`opencompass_longctx.models.window`): the plan costs only prompts that can be sent.
 
 A pair can be given twice with the same result: a config that already did this by hand plans the same.
 """
@@ -36,6 +39,12 @@ def _abbr(cfg, kind: str) -> str:
 
 def for_model(model: Dict, d: Dict) -> Tuple[Optional[Dict], str]:
     """(the dataset config as this model runs it, '') or (None, why it is left out)."""
+    got, why, _ = for_model_noted(model, d)
+    return got, why
+
+
+def for_model_noted(model: Dict, d: Dict) -> Tuple[Optional[Dict], str, str]:
+    """:func:`for_model` and a note when the dataset was built to fit the model's window ('' otherwise)."""
     max_tier = model.get('max_tier')
     if max_tier is not None and 'tier' in d:
         try:
@@ -43,7 +52,7 @@ def for_model(model: Dict, d: Dict) -> Tuple[Optional[Dict], str]:
         except ValueError as e:
             raise SelectionError(f"{_abbr(model, 'model')}: max_tier {max_tier!r}: {e}") from None
         if above:
-            return None, f'above max_tier {max_tier}'
+            return None, f'above max_tier {max_tier}', ''
     if d.get('tokenizer') == MODEL_TOKENIZER:
         path = model.get('tokenizer_path') or model.get('path')
         if not path:
@@ -55,7 +64,10 @@ def for_model(model: Dict, d: Dict) -> Tuple[Optional[Dict], str]:
         from opencompass_longctx.reasoning import for_thinking_model
         d = for_thinking_model(d, spec)
     why = spec.fits(d) if spec is not None else None
-    return (None, why) if why else (d, '')
+    if why:
+        return None, why, ''
+    from opencompass_longctx.models.window import fit
+    return fit(model, d, spec, _abbr(model, 'model'))
 
 
 def combinations_of(cfg) -> List[Dict]:
@@ -64,18 +76,21 @@ def combinations_of(cfg) -> List[Dict]:
 
 
 def expand(combinations: Sequence[Dict]) -> Tuple[List[Dict], List[Dict]]:
-    """One combination per model with the datasets it gets, and the left-out pairs
-    ``{'model', 'dataset', 'reason'}``."""
+    """One combination per model with the datasets it gets, and the pairs left out or changed for the model:
+    ``{'model', 'dataset', 'reason'}``, with ``kept=True`` for a dataset built to fit the model's window."""
     out, left = [], []
     for comb in combinations:
         for model in comb['models']:
             kept = []
             for d in comb['datasets']:
-                got, why = for_model(model, d)
+                got, why, note = for_model_noted(model, d)
                 if got is None:
                     left.append({'model': _abbr(model, 'model'), 'dataset': _abbr(d, 'dataset'), 'reason': why})
                 else:
                     kept.append(got)
+                    if note:
+                        left.append({'model': _abbr(model, 'model'), 'dataset': _abbr(d, 'dataset'),
+                                     'reason': note, 'kept': True})
             out.append({'models': [model], 'datasets': kept})
     return out, left
 

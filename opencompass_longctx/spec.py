@@ -16,6 +16,8 @@ room with this spec:
   raises an error that says it), and ``check_keys``: the config keys that decide their answer (the run checks
   add the ``tokenizer`` option's own check, :func:`check_tokenizer`, for every benchmark);
 * ``fits(cfg)``: None when the dataset's tier can hold its prompts, else why not (a config to leave out);
+* ``fit_window(cfg, tokens)``: the config with its prompts built to at most ``tokens`` data-tokenizer tokens, for a
+  model whose window is below the tier (None: the benchmark's prompts are as long as its tier says);
 * ``thinking_budget(max_out_len)``: the decoding budget and its mode name for a model that thinks (default: the
   package's own, :func:`opencompass_longctx.reasoning.own_budget`; a room whose authors give a rule states it);
 * ``summary``: its tables (:class:`Bench`: pattern, rows, base tiers, summary groups), the headline one first;
@@ -168,6 +170,8 @@ class BenchmarkSpec:
     check_keys: Tuple[str, ...]
     summary: Tuple[Bench, ...]
     fits: Callable[[Dict], Optional[str]] = _no_problem
+    # the config with prompts built to at most N data tokens (a model's window below the tier); None: not possible
+    fit_window: Optional[Callable[[Dict, int], Dict]] = None
     # (new max_out_len, decoding mode) for a model that thinks before it answers (opencompass_longctx.reasoning)
     thinking_budget: Callable[[int], Tuple[int, str]] = own_budget
     # figures of the benchmark's own beside the tier table (None: the table says it all)

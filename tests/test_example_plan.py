@@ -57,12 +57,21 @@ def test_the_example_plans_the_run_made_by_hand(plans):
         per_model.setdefault(t['model'], []).extend(t['datasets'])
     assert sorted(per_model) == sorted(m for m in {t['model'] for t in old['task_list']})
     # what the package left out, and the plan says so
+    fitted = [x for x in left if x.get('kept')]
+    left = [x for x in left if not x.get('kept')]
     reasons = {x['reason'] for x in left}
     assert any(r.startswith('above max_tier ') for r in reasons)
     assert 'LongBioBench multihop_5 needs 1773 tokens + reserve_tokens 512 > 2048 at 2k' in reasons
     assert all(r.startswith(('above max_tier ', 'LongBioBench ')) for r in reasons)
     assert f'Left out ({len(left)} model x dataset pairs of the config' in log
     assert all(x['dataset'] not in per_model[x['model']] for x in left)
+    # and what it built to fit a model's window (128k LongBioBench for gpt-oss's 1,536 reasoning tokens, the n=10
+    # cell's 500 new tokens in a 131,072 window), kept in the run
+    assert f"Built to fit the model's window ({len(fitted)} model x dataset pairs" in log
+    assert {(x['model'], x['dataset']) for x in fitted} >= {('gpt-oss-20b', 'longbio_standard_128k'),
+                                                           ('llama-3.1-8b-instruct', 'longbio_multi_standard_10_128k')}
+    assert all(x['dataset'] in per_model[x['model']] and x['reason'].startswith('prompts built to at most ')
+               for x in fitted)
     assert all(a.startswith('nolima_') == ('@' in a) for ds in per_model.values() for a in ds)
 
 
@@ -104,3 +113,74 @@ def test_run_options_are_checked_and_kept_from_the_model():
     with pytest.raises(combinations.SelectionError, match="max_tier '12q'"):
         combinations.for_model(dict(model, max_tier='12q'), nolima)
     assert 'max_tier' not in combinations.without_run_options(model)
+
+
+def test_every_costed_cell_of_every_model_row_is_sendable():
+    """Every dataset config of the example with every model row of the table (the 1M rows too): each pair the plan
+    costs has its longest prompt (the benchmark's tier arithmetic) + the chat template + max_out_len within the
+    model's window; LongBioBench 1m is built to Qwen2.5-1M's 1,010,000-token window rather than left out, and a pair
+    that cannot be fitted is left out with the reason."""
+    from opencompass_longctx import plan as P
+    from opencompass_longctx.configs.models.lmdeploy_longctx import lmdeploy_longctx_models
+    from opencompass_longctx.models.window import CHAT_TEMPLATE_TOKENS
+    from opencompass_longctx.spec import spec_of
+    cfg = Config.fromfile(str(EXAMPLE))
+    rows = [dict(m) for m in lmdeploy_longctx_models]
+    assert {m['abbr'] for m in rows} > set(cfg['RUN_MODELS'])
+    combos, left = combinations.expand([dict(models=rows, datasets=cfg['datasets'])])
+    plan = P.make_plan(combos)
+    windows = {m['abbr']: m['max_seq_len'] for m in rows}
+    costed = 0
+    for t in plan['tasks']:
+        assert t.engine is not None and t.seconds['costed']
+        for d in t.dataset_cfgs:
+            spec = spec_of(d)
+            load = P.dataset_load(d, t.model_cfg.get('max_out_len'))
+            longest = max(load.row_tokens_estimate, load.tokens_per_row)
+            assert longest + CHAT_TEMPLATE_TOKENS + load.max_out_len <= windows[t.model], (t.model, d['abbr'])
+            assert spec.estimate_prompt_tokens(d, load.tier_tokens) == load.row_tokens_estimate
+            costed += 1
+    assert costed > 1000
+    # LongBioBench 1m for Qwen2.5-1M: built to its window, kept and costed
+    qwen1m = next(c for c in combos if c['models'][0]['abbr'] == 'qwen2.5-7b-instruct-1m')
+    lb1m = [d for d in qwen1m['datasets'] if d['abbr'].startswith('longbio_') and d['tier'] == '1m']
+    assert len(lb1m) == 15 and all(d['max_prompt_tokens'] <= 1010000 - CHAT_TEMPLATE_TOKENS - 50 for d in lb1m)
+    standard = next(d for d in lb1m if d['cell'] == 'standard')
+    assert standard['max_prompt_tokens'] == 1010000 - CHAT_TEMPLATE_TOKENS - 50
+    fitted = {(x['model'], x['dataset']) for x in left if x.get('kept')}
+    assert ('qwen2.5-14b-instruct-1m', 'longbio_rank_5_1m') in fitted
+    # a model with a 1,048,576 window keeps the tier's own budget where it fits (GLM-4-1M, 50 new tokens)
+    glm = next(c for c in combos if c['models'][0]['abbr'] == 'glm-4-9b-chat-1m')
+    assert 'max_prompt_tokens' not in next(d for d in glm['datasets'] if d['abbr'] == 'longbio_standard_1m')
+
+
+def test_a_pair_that_cannot_be_fitted_is_left_out_with_the_reason():
+    """BABILong's prompts are as long as its tier: a window below it leaves the pair out (N/A in the plan)."""
+    from opencompass_longctx.configs.datasets.babilong.babilong_128k_gen import babilong_datasets
+    from opencompass_longctx.configs.models.lmdeploy_longctx import lmdeploy_longctx_models
+    model = dict(next(m for m in lmdeploy_longctx_models if m['abbr'] == 'llama-3.1-8b-instruct'),
+                 max_seq_len=120000)
+    got, why = combinations.for_model(model, dict(babilong_datasets[0]))
+    assert got is None and why.startswith('N/A: its longest prompt (128,000 tokens) + 128 for the chat template')
+    assert 'exceed the window of llama-3.1-8b-instruct (120,000)' in why
+    # a model the plan does not cost (no engine_config) keeps it: the run's over-length check decides there
+    assert combinations.for_model(dict(abbr='hf', max_seq_len=1000), dict(babilong_datasets[0]))[1] == ''
+
+
+def test_a_measured_tokenizer_ratio_that_puts_prompts_over_the_window_is_a_problem():
+    """The window check without tokenizers takes model tokens as data tokens; where the plan measures the model's
+    own tokenizer and its prompts come out longer than the window, the plan says so (a problem: the run does not
+    start engines for prompts that would be held back)."""
+    from opencompass_longctx.configs.models.lmdeploy_longctx import lmdeploy_longctx_models
+    from opencompass_longctx.plan.checks import engine_problems
+    from opencompass_longctx.plan.cost import cost_model
+    from opencompass_longctx.plan.grouping import _task
+    from opencompass_longctx.plan.loads import DatasetLoad
+    model = next(dict(m) for m in lmdeploy_longctx_models if m['abbr'] == 'internlm2_5-7b-chat-1m')
+    fits = DatasetLoad('longbio_standard_1m', 'longbio', '1m', 1048576, 100, 10 ** 8, False, 50, 1048064, ratio=0.99)
+    over = DatasetLoad('longbio_rank_2_1m', 'longbio', '1m', 1048576, 100, 10 ** 8, False, 100, 1048064, ratio=1.04)
+    task = _task(model, model['abbr'], '128k-1m', 0, 1, [({}, fits), ({}, over)], cost_model(), 64, True)
+    (line,) = task.engine.over_window
+    assert line.startswith('longbio_rank_2_1m (1,048,064 data tokens x 1.040 + 128 + 100 = 1,090,215 > 1,048,576)')
+    (problem,) = engine_problems({'tasks': [task]})
+    assert problem['where'] == ['internlm2_5-7b-chat-1m'] and 'would be held back as over-length' in problem['problem']

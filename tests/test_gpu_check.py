@@ -65,11 +65,16 @@ def test_strip_wheel_drops_turbomind_and_keeps_record_exact(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- the Python, first
-def test_python_version_is_checked_against_lmdeploys_wheels():
-    assert environment.check_python((3, 12, 3)) == []
-    assert environment.check_python((3, 10, 0)) == [] and environment.check_python((3, 14, 1)) == []
+def test_python_version_is_checked_against_what_gpu_install_installs():
+    """3.10-3.12: LMDeploy 0.18.0 and torch 2.10.0 go to 3.14, but numpy<2 has no cp313 wheel and pyarrow==20.0.0
+    none for cp314 (the pins make gpu-install installs)."""
+    assert environment.check_python((3, 12, 3)) == [] and environment.check_python((3, 10, 0)) == []
+    (py313,) = environment.check_python((3, 13, 1))
+    assert '3.10 to 3.12' in py313 and 'numpy<2' in py313 and 'cp313' in py313
+    (py314,) = environment.check_python((3, 14, 1))
+    assert 'pyarrow==20.0.0' in py314 and 'make gpu-install PYTHON=python3.12' in py314
     (old,) = environment.check_python((3, 9, 18))
-    assert 'Python 3.9.18' in old and '3.10 to 3.14' in old and 'LMDeploy 0.18.0' in old
+    assert 'Python 3.9.18' in old and '3.10 to 3.12' in old and 'LMDeploy 0.18.0' in old
     (new,) = environment.check_python((3, 15, 0))
     assert 'Python 3.15.0' in new and 'make gpu-install PYTHON=python3.12' in new
     # the carried wheelhouse: cp312 wheels only
@@ -150,7 +155,8 @@ def test_each_measurement_is_saved_when_made_and_kept_when_the_stage_is_cut(tmp_
     data = json.loads((out / 'gpu_check.json').read_text())
     assert [p['tokens'] for p in data['stages']['bench-pytorch']['prefill']] == [4096, 32768]
     md = (out / 'gpu_check.md').read_text()
-    assert '| prefill | 4096 | 1 | 0.500 | 8192 | 0.410 |' in md and '| prefill | 32768 |' in md
+    assert '| prefill | 4096 | 1 | - | its own pass, 1 new token | 0.500 | 8192 | 0.410 |' in md
+    assert '| prefill | 32768 |' in md
     lines = [json.loads(x) for x in (out / 'gpu_check.jsonl').read_text().splitlines()]
     assert [x['prefill']['tokens'] for x in lines if 'prefill' in x] == [4096, 32768]
     line = report.finish()
@@ -178,7 +184,7 @@ def test_stage_out_of_time_is_skipped_and_reported(tmp_path):
     entry = report.stage('model', lambda rec: {'never': 'run'})
     assert entry['status'] == 'skipped' and 'never' not in entry
     assert '| model | skipped |' in (tmp_path / 'gpu_check.md').read_text()
-    assert 'not run: model directory (no time left)' in report.finish()
+    assert 'not run: model directory (no time left in this run)' in report.finish()
 
 
 def test_stage_result_may_set_its_status(tmp_path):
@@ -446,13 +452,22 @@ def test_throughput_through_the_wrapper_saves_each_measurement(tmp_path, tiny_mo
                          989.0, 4.8, 1024 ** 3)
     assert entry['status'] == 'ok', entry.get('traceback')
     assert entry['engine'] == {'session_len': 2048 + 512, 'max_batch_size': 2, 'lengths': [256, 1024, 2048],
-                               'backend': 'pytorch'}
+                               'backend': 'pytorch', 'tp': 1}
     assert [p['tokens'] for p in entry['prefill']] == [256, 1024, 2048]    # LMDeploy's own count of each prompt
     assert all(p['mfu'] == pytest.approx(p['flops'] / p['seconds'] / 989e12) for p in entry['prefill'])
     assert [(d['context'], d['batch']) for d in entry['decode']] == [(512, 1), (512, 2)]
+    # prefill: the engine's prefix cache is on (as the leaderboard runs it), but no prompt shares a block with another
+    assert entry['prefix_caching'] == 'on'
+    assert all(p['cache_checked'] and p['cached_tokens'] == 0 for p in entry['prefill'])
+    # decode: timed from the streamed tokens, after every prefill, on fresh prompts
+    for d in entry['decode']:
+        assert d['streamed'] and d['seconds'] > 0 and 0 < d['window_tokens'] <= d['batch'] * T.DECODE_NEW
+        assert d['generated'] == [T.DECODE_NEW] * d['batch'] and d['seconds'] < d['wall_s']
     lines = T.cost_model_lines(report.data)
-    assert lines[0].startswith('# measured on one NVIDIA H200 (H200-141GB)')
+    assert lines[0].startswith('# measured: gpu_check ')
+    assert 'on one NVIDIA H200 (H200-141GB), pytorch engine' in lines[0]
     assert any(x.startswith('H200_141GB_PYTORCH_MEASURED = dict(prefill_mfu=') for x in lines)
+    assert any(x.startswith("    calibrated_by='gpu_check ") for x in lines)
     assert 'PyTorch engine throughput at 256, 1k, 2k' in report.finish()
 
 
@@ -463,11 +478,13 @@ def test_an_engine_error_mid_bench_keeps_what_was_measured(tmp_path, tiny_model_
     entry = report.stage('bench-pytorch', T.run_bench, _wrapper_cfg(tiny_model_dir, engine_double, error_every=3),
                          'pytorch', 2, 989.0, 4.8, 1024 ** 3)
     assert entry['status'] == 'failed' and 'LMDeploy answered 1 of 1 prompts with an error' in entry['error']
+    assert entry['error'].startswith('RuntimeError: prefill of 1024 tokens: LMDeploy answered')
     assert [p['tokens'] for p in entry['prefill']] == [256]
     saved = json.loads((tmp_path / 'gpu_check.json').read_text())['stages']['bench-pytorch']
     assert [p['tokens'] for p in saved['prefill']] == [256]
     line = report.finish()
-    assert 'FAILS: PyTorch engine throughput (RuntimeError: LMDeploy answered 1 of 1 prompts with an error' in line
+    assert 'FAILS: PyTorch engine throughput (RuntimeError: prefill of 1024 tokens: LMDeploy answered 1 of 1 prompts ' \
+           'with an error' in line
     assert 'measured before it: prefill at 256)' in line
 
 
@@ -525,11 +542,10 @@ def test_the_command_end_to_end_with_the_engine_double(tmp_path, monkeypatch, en
     monkeypatch.setattr(environment, 'check_stack', stack)
     config = stages.eval_config
     monkeypatch.setattr(stages, 'eval_config', lambda *a: config(*a[:-1], 139))
-    bench = T.run_bench
-    monkeypatch.setattr(T, 'run_bench', lambda *a: bench(*a[:-1], 139 * 1024 ** 3))
+    monkeypatch.setattr(cli, '_free_bytes', lambda rehearse: 139 * 1024 ** 3)   # the bench engines' GPU
     out = tmp_path / 'out'
     rc = cli.main(['--out', str(out), '--work', str(tmp_path / 'work'), '--model-dir', str(model),
-                   '--tiers', '0k', '--long-tier', '4k'])
+                   '--tiers', '0k', '--long-tier', '4k', '--prefix-tier', '250'])
     data = json.loads((out / 'gpu_check.json').read_text())
     assert rc == 0, data['verdict']
     assert data['stages']['stack']['engines'] == ['turbomind', 'pytorch']
@@ -540,8 +556,22 @@ def test_the_command_end_to_end_with_the_engine_double(tmp_path, monkeypatch, en
         assert band['token_counts_differ'] == 0 and band['fits_session_len']
         assert set(band['by_benchmark']) == {'babilong', 'longbio', 'nolima'}
         assert [p['tokens'] for p in data['stages'][f'bench-{engine}']['prefill']] == [256, 1024, 2048]
+    # every row of the check's datasets measured as the inferencer measures it, within its band's engine
+    rows = data['stages']['data']['datasets']
+    assert rows and all(d['fits'] and d['longest_prompt'] + d['max_out_len'] <= d['session_len'] for d in rows)
+    # the prefix cache on a NoLiMa batch: LMDeploy's cached_tokens (the double keeps LMDeploy's block trie and serves
+    # one prompt after another, as the plan's model of it does), beside the plan's prediction, and the time saved
+    for engine in ('turbomind', 'pytorch'):
+        pre = data['stages'][f'prefix-{engine}']
+        assert pre['status'] == 'ok' and pre['prompts'] == 26 and pre['cached_tokens'] > 0
+        assert pre['hit_rate'] == pytest.approx(pre['predicted_share_trie'], abs=0.01)
+        assert abs(pre['hit_rate'] - pre['predicted_share']) < 0.1 and pre['declared_share'] == 0.65
+        assert pre['seconds_uncached'] > 0 and pre['seconds_cached'] > 0
+        assert data['stages'][f'tp-{engine}']['status'] == 'skipped'       # one GPU
     line = data['verdict']
     assert line.startswith('VERDICT: works: ') and 'FAILS' not in line
+    assert 'TurboMind prefix cache: hit rate ' in line and 'predicted by the plan' in line
+    assert 'not run: TurboMind at tp > 1 (1 GPU(s) visible' in line
     assert 'TurboMind through OpenCompass: predictions BABILong' in line and 'NoLiMa' in line
     assert 'PyTorch engine throughput at 256, 1k, 2k' in line
     assert any(x.startswith('H200_141GB_TURBOMIND_MEASURED = dict(') for x in data['cost_model_lines'])
@@ -689,3 +719,126 @@ def test_complete_weights_are_reused(tmp_path):
     assert stages.existing_weights(str(tmp_path), dict(shapes, c=(1,))) is None
     (tmp_path / 'model-00001.safetensors').unlink()
     assert stages.existing_weights(str(tmp_path), shapes) is None
+
+
+# ---------------------------------------------------------------------------------------------- issue 38
+def test_a_pass_served_by_the_prefix_cache_is_an_error_not_a_figure(tmp_path, tiny_model_dir, engine_double):
+    """The bench engine keeps prefix caching on (as the leaderboard runs it); its own prompts are keyed so that none
+    shares a block, and a prompt sent twice is served from the cache: that pass is refused, never timed."""
+    report = R.Report(str(tmp_path), 'longctx-gpu-check')
+    kept = {}
+    entry = report.stage('bench-pytorch', T.run_bench, _wrapper_cfg(tiny_model_dir, engine_double), 'pytorch', 2,
+                         989.0, 4.8, 1024 ** 3, None, kept)
+    assert entry['status'] == 'ok', entry.get('traceback')
+    engine = kept['engine']
+    try:
+        assert engine.prefix_caching
+        prompt = engine.prompt(512, 'again')
+        secs, res = T.timed_pass(engine, [prompt], 1, 'first')
+        T._uncached(res, 'first')                        # a key of its own: nothing cached
+        secs, res = T.timed_pass(engine, [prompt], 1, 'second')
+        assert res[0].cached_tokens == 448              # 7 full blocks of 64, the last token always computed
+        with pytest.raises(T.CacheServedError, match='second: the prefix cache served 448 prompt tokens'):
+            T._uncached(res, 'second')
+    finally:
+        engine.close()
+
+
+def test_decode_is_timed_from_the_last_first_token_to_the_last_token():
+    # (seconds since the pass began, request, tokens generated so far): request 1's prefill ends at 0.5 s
+    events = [(0.1, 0, 1), (0.2, 0, 2), (0.5, 1, 1), (0.6, 0, 3), (0.6, 1, 2), (0.9, 0, 4), (0.9, 1, 3), (1.2, 1, 4)]
+    w = T.decode_window(events, 2, 4)
+    assert w['seconds'] == pytest.approx(0.7) and w['window_tokens'] == (4 - 2) + (4 - 1)
+    assert w['generated'] == [4, 4] and w['steps'] == 2.5
+    with pytest.raises(RuntimeError, match='no decode was timed'):      # every token at once: no time, no figure
+        T.decode_window([(0.3, 0, 1), (0.3, 0, 8)], 1, 8)
+    with pytest.raises(RuntimeError, match='1 of 2 requests produced no token'):
+        T.decode_window([(0.3, 0, 1), (0.4, 0, 2)], 2, 2)
+
+
+def test_the_cost_model_reads_only_passes_timed_apart():
+    stage = {'status': 'ok', 'engine_start_s': 61.0,
+             'prefill': [{'tokens': 4096, 'seconds': 0.5, 'tokens_per_s': 8192.0, 'mfu': 0.41, 'planner_mfu': 0.5,
+                          'cache_checked': True, 'cached_tokens': 0},
+                         {'tokens': 32768, 'seconds': 3.0, 'tokens_per_s': 10922.0, 'mfu': 0.9, 'planner_mfu': 1.0}],
+             'decode': [{'batch': 1, 'seconds': 1.0, 'window_tokens': 128, 'bw_efficiency': 0.7, 'streamed': True},
+                        {'batch': 8, 'seconds': 1e-9, 'window_tokens': 1024, 'bw_efficiency': 99.0}]}
+    data = {'date': '2026-12-04 10:00 UTC', 'command': 'longctx-gpu-check', 'gpu_key': 'H200-141GB',
+            'stages': {'stack': {'gpu': 'NVIDIA H200'}, 'bench-pytorch': stage}}
+    pre, dec = T.calibration_passes(stage)
+    assert [p['tokens'] for p in pre] == [4096] and [d['batch'] for d in dec] == [1]
+    lines = T.cost_model_lines(data)
+    assert '# 2 pass(es) left out: not timed apart or served by the prefix cache' in lines
+    assert 'H200_141GB_PYTORCH_MEASURED = dict(prefill_mfu=0.410,   # mean over the lengths above' in lines
+    assert any(x.startswith('    decode_bw_efficiency=0.700,') for x in lines)
+    assert "    calibrated_by='gpu_check 2026-12-04 10:00 UTC on one NVIDIA H200 (H200-141GB), pytorch engine, " \
+           "`longctx-gpu-check`'," in lines
+    # the table takes it: calibrated_by is a cost-model entry, and the plan's cost line names the run
+    from opencompass_longctx.plan.cost import cost_model
+    assert cost_model(dict(prefill_mfu=0.41, calibrated_by='gpu_check X'))['calibrated_by'] == 'gpu_check X'
+
+
+def test_the_pytorch_engine_needs_a_c_compiler_and_python_h(tmp_path, monkeypatch):
+    import sysconfig
+    monkeypatch.delenv('CC', raising=False)
+    monkeypatch.setenv('PATH', str(tmp_path))                     # no gcc, no clang
+    monkeypatch.setattr(sysconfig, 'get_paths', lambda *a, **k: {'include': str(tmp_path / 'include')})
+    info, problems = environment.check_build_tools()
+    assert info == {'c_compiler': None, 'python_h': None}
+    v = environment.python_version()
+    assert 'apt-get install gcc' in problems[0] and f'apt-get install python{v[0]}.{v[1]}-dev' in problems[1]
+    (tmp_path / 'include').mkdir()
+    (tmp_path / 'include' / 'Python.h').write_text('')
+    monkeypatch.setenv('CC', '/usr/bin/cc')
+    assert environment.check_build_tools() == ({'c_compiler': '/usr/bin/cc',
+                                                'python_h': str(tmp_path / 'include' / 'Python.h')}, [])
+    # the check then fails every PyTorch-engine stage with those packages, without running it
+    assert cli._blocked(None, problems)['error'].startswith('the PyTorch engine cannot build its kernels here: no C')
+
+
+def test_markdown_cells_keep_their_columns():
+    data = {'rehearse': False, 'date': 'd', 'command': 'c', 'stages': {
+        'bench-pytorch': {'status': 'failed', 'seconds': 1.0, 'error': 'RuntimeError: a | b\nsecond line'}}}
+    row = next(x for x in R.to_markdown(data).splitlines() if x.startswith('| bench-pytorch'))
+    assert row == '| bench-pytorch | failed | 1.0 | RuntimeError: a \\| b |'
+    assert R.row('x|y', 'p\nq', 0.5, None) == '| x\\|y | p q | 0.500 | - |'
+
+
+def test_the_prefix_stage_predicts_what_the_plan_would():
+    from opencompass_longctx.gpucheck.prefix import predicted
+    book = list(range(1000, 1640))                  # 640 shared tokens: 10 full blocks
+    ids = [book + [1], book + [2, 3], list(range(5000, 5200))]
+    texts = ['b' * 640 + 'x', 'b' * 640 + 'yz', 'c' * 200]
+    got = predicted(texts, ids)
+    assert got['predicted_share_trie'] == pytest.approx(640 / (641 + 642 + 200))
+    assert got['predicted_share'] == pytest.approx(640 / (641 + 642 + 200))
+
+
+def test_the_data_stage_fails_on_rows_that_would_not_be_sent(tmp_path):
+    """LongBioBench fills its prompt to the tier: at 32k, without the example's reserve_tokens, prompts + the answer
+    exceed the 32768 engine of the short band and would be held back; the check's own config carries
+    reserve_tokens, and the data stage measures every row as the inferencer would and fails on any that does not
+    fit."""
+    from opencompass_longctx.tokenizer.qwen_dir import build
+    model = tmp_path / 'model'
+    build(str(model))
+    (model / 'config.json').write_text(json.dumps(stages.model_config()))
+    text = stages.eval_config(str(model), str(tmp_path / 'data'), ['32k'], '64k', 4, 'pytorch',
+                              str(tmp_path / 'runs'), 'H200-141GB', None, 139)
+    assert 'reserve_tokens=LONGBIO_RESERVE_TOKENS' in text
+    keep = "\ndatasets = [d for d in datasets if d['abbr'] == 'longbio_standard_32k']\n"
+    ok_cfg, bad_cfg = tmp_path / 'ok.py', tmp_path / 'bad.py'
+    ok_cfg.write_text(text + keep)
+    bad_cfg.write_text(text + keep + "datasets = [dict(d, reserve_tokens=0) for d in datasets]\n")
+    report = R.Report(str(tmp_path / 'out'), 'longctx-gpu-check', rehearse=True)
+    ok = report.stage('data', stages.stage_data, str(ok_cfg))
+    assert ok['status'] == 'ok', ok.get('error') or ok.get('traceback')
+    (row,) = ok['datasets']
+    assert row['rows'] == 4 and row['fits'] and row['session_len'] == 32768
+    assert row['longest_prompt'] + row['max_out_len'] <= 32768
+    assert '| longbio_standard_32k | <= 32k | 4 |' in (tmp_path / 'out' / 'gpu_check.md').read_text()
+    bad = R.Report(str(tmp_path / 'bad'), 'longctx-gpu-check', rehearse=True).stage('data', stages.stage_data,
+                                                                                 str(bad_cfg))
+    (row,) = bad['datasets']
+    assert bad['status'] == 'failed' and row['over_engine'] >= 1 and not row['fits']
+    assert 'longbio_standard_32k: ' in bad['error'] and 'exceed the <= 32k engine (32768 tokens' in bad['error']

@@ -295,3 +295,22 @@ def test_the_tier_is_parsed_once_and_must_be_whole_tokens(monkeypatch):
     with pytest.raises(tiers.TierError, match=r"'0.1k' is 102.4 tokens when 1k = 1024 tokens"):
         make_spec('0.1k', cell='standard')
     assert make_spec('0.125k', cell='standard').tier_tokens == 128
+
+
+def test_max_prompt_tokens_builds_the_tier_to_a_models_window():
+    """max_prompt_tokens caps the budget whatever the tier (a model whose window is below it, as the authors size
+    their prompts to the model): the rows fill the cap within 1%, record it as their budget, and the cache key and
+    the build differ from the uncapped tier's."""
+    capped = make_spec(parse_tier('8k'), cell='standard', reserve_tokens=512, max_prompt_tokens=6000)
+    plain = make_spec(parse_tier('8k'), cell='standard', reserve_tokens=512)
+    assert (capped.budget, plain.budget) == (6000, 8192 - 512)
+    assert capped.public()['max_prompt_tokens'] == 6000 and 'max_prompt_tokens' not in plain.public()
+    assert make_spec(parse_tier('8k'), cell='standard', max_prompt_tokens=9000).budget == 8192   # the tier is less
+    rows = list(generate(capped, 2))
+    for r in rows:
+        assert r['tier_tokens'] == 8192 and r['budget_tokens'] == 6000
+        assert 6000 - 60 <= r['prompt_tokens'] == real_tokens(r) <= 6000
+    with pytest.raises(LongBioConfigError, match='max_prompt_tokens must be a positive integer'):
+        make_spec(parse_tier('8k'), cell='standard', max_prompt_tokens=0)
+    with pytest.raises(LongBioConfigError):   # below the cell's needles: the generator's own error
+        list(generate(make_spec(parse_tier('8k'), cell='multi_standard_10', max_prompt_tokens=3000), 1))

@@ -9,7 +9,8 @@ from typing import Dict, List, Optional
 
 from opencompass_longctx.gpucheck import environment
 from opencompass_longctx.gpucheck.report import LIMITS, Report
-STAGES = ('model', 'data', 'opencompass', 'bench')     # the Python and the stack are always checked first
+STAGES = ('model', 'data', 'opencompass', 'bench', 'prefix', 'tp')   # the Python and the stack are always checked first
+PER_ENGINE = ('opencompass', 'bench', 'prefix', 'tp')                  # stages run once per engine
 REHEARSAL_GPU = 'H200-141GB'
 
 
@@ -32,6 +33,9 @@ def parse(argv=None):
     ap.add_argument('--tiers', default='0k,4k,32k', help="the short band's tiers (comma-separated)")
     ap.add_argument('--long-tier', default='128k')
     ap.add_argument('--samples', type=int, default=1, help='samples per dataset at the short tiers')
+    ap.add_argument('--prefix-tier', default='4k', help="the prefix-cache stage's NoLiMa tier (one of the short tiers)")
+    ap.add_argument('--rehearse-gpus', type=int, default=2,
+                    help='GPUs a rehearsal pretends to see (2: the tp > 1 stage is rehearsed too)')
     ap.add_argument('--limits', default='', help='seconds per stage kind, e.g. opencompass=300,bench=90 (defaults: '
                     + ','.join(f'{k}={v}' for k, v in LIMITS.items()) + ')')
     ap.add_argument('--call-seconds', type=float, default=float(os.environ.get('LONGCTX_GPU_CALL_S') or 0),
@@ -153,11 +157,18 @@ def main(argv=None) -> int:
         shutil.copy(configs[e], os.path.join(args.out, os.path.basename(configs[e])))
     order = []
     for s in stages:
-        order += [f'{s}-{e}' for e in engines] if s in ('opencompass', 'bench') else [s]
+        order += [f'{s}-{e}' for e in engines] if s in PER_ENGINE else [s]
+    order = _engine_major(order, engines)
     from opencompass_longctx.gpucheck import stages as S
+    blocked = stack.get('pytorch_engine_blocked') or []
+    gpus = args.rehearse_gpus if args.rehearse else int(stack.get('gpus') or 1)
+    kept: Dict[str, Dict] = {}            # the bench engine of each kind, kept open for its prefix-cache stage
     for i, name in enumerate(order):
         later = order[i + 1:]
-        if name == 'model':
+        e = name.split('-', 1)[1] if '-' in name else ''
+        if e == 'pytorch' and blocked:      # Triton cannot build the engine's kernels: said, not run
+            report.stage(name, _blocked, blocked, later=later)
+        elif name == 'model':
             if args.model_dir:
                 report.stage('model', S.stage_real_model, model_dir, later=later)
             else:
@@ -165,16 +176,23 @@ def main(argv=None) -> int:
         elif name == 'data':
             report.stage('data', S.stage_data, configs[engines[0]], later=later)
         elif name.startswith('opencompass-'):
-            e = name.split('-', 1)[1]
             report.stage(name, S.stage_opencompass, configs[e], os.path.join(work, f'runs-{e}'), env,
                          args.rehearse, later=later)
-        else:
-            e = name.split('-', 1)[1]
+        elif name.startswith('bench-'):
+            keep = kept.setdefault(e, {}) if f'prefix-{e}' in later else None
             report.stage(name, _bench, configs[e], e, _batch(report.data, e, args.bench_batch), gpu,
-                         args.rehearse, later=later)
+                         args.rehearse, keep, later=later)
             from opencompass_longctx.gpucheck.throughput import cost_model_lines
             report.data['cost_model_lines'] = cost_model_lines(report.data)     # saved now, not only at the end
             report.write()
+        elif name.startswith('prefix-'):
+            try:
+                report.stage(name, _prefix, configs[e], e, _batch(report.data, e, args.bench_batch),
+                             args.prefix_tier, args.rehearse, kept.get(e, {}), later=later)
+            finally:
+                _close(kept.pop(e, {}))
+        else:
+            report.stage(name, _tp, configs[e], e, gpus, gpu, args.rehearse, later=later)
     failed = [n for n, s in report.data['stages'].items() if s['status'] == 'failed']
     return done(1 if failed else 0)
 
@@ -185,13 +203,57 @@ def _batch(data: Dict, engine: str, given: Optional[int]) -> int:
     return given or int(short.get('max_batch_size_plan') or 8)
 
 
-def _bench(rec, config: str, engine: str, batch: int, gpu: Dict, rehearse: bool) -> Dict:
-    from mmengine.config import Config
+def _engine_major(order: List[str], engines: List[str]) -> List[str]:
+    """The stages in order, each engine's bench and prefix-cache stages next to each other (one engine serves both)
+    and its tp > 1 stage after them (the GPUs free again)."""
+    for e in engines:
+        if f'bench-{e}' in order and f'prefix-{e}' in order:
+            order.remove(f'prefix-{e}')
+            order.insert(order.index(f'bench-{e}') + 1, f'prefix-{e}')
+    return order
 
+
+def _blocked(rec, problems: List[str]) -> Dict:
+    return {'status': 'failed', 'error': 'the PyTorch engine cannot build its kernels here: ' + '; '.join(problems)}
+
+
+def _model_cfg(config: str) -> Dict:
+    from mmengine.config import Config
+    return dict(Config.fromfile(config)['models'][0])
+
+
+def _free_bytes(rehearse: bool) -> Optional[float]:
+    """GPU memory the bench engines are sized from: what CUDA reports free (None: asked when the engine is built); a
+    rehearsal's pretend H200."""
+    return 139 * 1024 ** 3 if rehearse else None
+
+
+def _bench(rec, config: str, engine: str, batch: int, gpu: Dict, rehearse: bool, keep: Optional[Dict] = None) -> Dict:
     from opencompass_longctx.gpucheck.throughput import run_bench
-    model_cfg = dict(Config.fromfile(config)['models'][0])
-    return run_bench(rec, model_cfg, engine, batch, gpu['peak'], gpu['hbm'],
-                     139 * 1024 ** 3 if rehearse else None)
+    return run_bench(rec, _model_cfg(config), engine, batch, gpu['peak'], gpu['hbm'], _free_bytes(rehearse),
+                     keep=keep)
+
+
+def _prefix(rec, config: str, engine: str, batch: int, tier: str, rehearse: bool, kept: Dict) -> Dict:
+    """The prefix-cache stage on the bench stage's engine (else one built here, and closed by the caller)."""
+    from opencompass_longctx.gpucheck.prefix import run_prefix
+    from opencompass_longctx.gpucheck.throughput import open_engine
+
+    def engine_now():
+        if not kept.get('engine'):
+            kept['engine'] = open_engine(rec, _model_cfg(config), engine, batch, _free_bytes(rehearse))
+        return kept['engine']
+    return run_prefix(rec, engine_now, config, tier)
+
+
+def _close(kept: Dict) -> None:
+    if kept.get('engine'):
+        kept['engine'].close()
+
+
+def _tp(rec, config: str, engine: str, gpus: int, gpu: Dict, rehearse: bool) -> Dict:
+    from opencompass_longctx.gpucheck.throughput import run_tp
+    return run_tp(rec, _model_cfg(config), engine, gpus, gpu['peak'], gpu['hbm'], _free_bytes(rehearse), rehearse)
 
 
 def _rehearsal(work: str, env: Dict) -> None:

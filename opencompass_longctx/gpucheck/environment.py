@@ -8,9 +8,15 @@ import argparse
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
-# LMDeploy 0.18.0 and torch 2.10.0 (the [lmdeploy] extra) publish CPython wheels for 3.10 to 3.14 (manylinux x86-64;
-# checked with `pip install --dry-run --no-deps --only-binary=:all: --python-version X.Y`: 3.9 has neither).
-SUPPORTED_PYTHON = ((3, 10), (3, 14))
+# The Pythons `make gpu-install` (pip install -e ".[lmdeploy]") installs on: LMDeploy 0.18.0 and torch 2.10.0 publish
+# CPython wheels for 3.10 to 3.14, but the package's own pins do not: numpy<2 (OpenCompass 0.5.4 pins it) has no
+# cp313 wheel and pyarrow==20.0.0 none for cp314 (checked with `pip download --no-deps --only-binary=:all:
+# --python-version X.Y --platform manylinux2014_x86_64`, 2026-12-04: 3.12 numpy<2 yes; 3.13 numpy<2 no, pyarrow
+# 20.0.0 yes; 3.14 pyarrow 20.0.0 no). So 3.10 to 3.12.
+SUPPORTED_PYTHON = ((3, 10), (3, 12))
+# the first pin without a wheel for a Python above the range (what `make gpu-install` stops on)
+NO_WHEEL = {(3, 13): 'numpy<2 (OpenCompass 0.5.4 pins it) has no cp313 wheel',
+            (3, 14): 'numpy<2 has no cp314 wheel, nor has pyarrow==20.0.0'}
 LMDEPLOY_VERSION = '0.18.0'
 FIX_INSTALL = ('make gpu-install (a fresh .venv-gpu with pip install -e ".[lmdeploy]"), then make gpu-check '
                '(or .venv-gpu/bin/longctx-gpu-check)')
@@ -34,15 +40,42 @@ def check_python(version: Optional[Sequence[int]] = None, exact: Optional[str] =
         return []
     lo, hi = SUPPORTED_PYTHON
     if not lo <= v[:2] <= hi:
-        return [f'Python {here} ({exe}): LMDeploy {LMDEPLOY_VERSION} and torch 2.10.0 publish wheels for Python '
-                f'{lo[0]}.{lo[1]} to {hi[0]}.{hi[1]} only: make gpu-install PYTHON=python3.12 (any of those)']
+        why = NO_WHEEL.get(tuple(v[:2])) or (f'below {lo[0]}.{lo[1]} LMDeploy {LMDEPLOY_VERSION} and torch 2.10.0 '
+                                            'publish no wheels' if v[:2] < lo else 'its pins publish no wheels')
+        return [f'Python {here} ({exe}): make gpu-install installs on Python {lo[0]}.{lo[1]} to {hi[0]}.{hi[1]} only '
+                f'({why}): make gpu-install PYTHON=python3.12 (any of those)']
     return []
+
+
+def check_build_tools() -> Tuple[Dict, List[str]]:
+    """The PyTorch engine's Triton kernels are compiled when first used (triton/runtime/build.py): with ``$CC``, else
+    ``gcc``, else ``clang``, against this Python's ``Python.h``. (what was found, problems with the Debian packages
+    that fix them); TurboMind needs neither."""
+    import os
+    import shutil
+    import sysconfig
+    cc = os.environ.get('CC') or shutil.which('gcc') or shutil.which('clang')
+    include = sysconfig.get_paths().get('include') or ''
+    header = os.path.join(include, 'Python.h')
+    info = {'c_compiler': cc or None, 'python_h': header if os.path.isfile(header) else None}
+    problems = []
+    if not cc:
+        problems.append('no C compiler: Triton compiles the PyTorch engine\'s kernels at first use with $CC, else gcc, '
+                        'else clang, and none is on PATH: apt-get install gcc (Debian/Ubuntu), or set CC')
+    if not info['python_h']:
+        v = python_version()
+        problems.append(f'no Python.h in {include or "this Python"}: Triton builds its launcher against this Python\'s '
+                        f'headers: apt-get install python{v[0]}.{v[1]}-dev (Debian/Ubuntu; python3-dev for the '
+                        'system Python), or use a Python that ships its headers')
+    return info, problems
 
 
 def check_stack(rehearse: bool = False) -> Tuple[Dict, List[str]]:
     """(versions and the GPU, problems): LMDeploy (the pinned release), torch and its CUDA build, one CUDA stack, a
-    visible GPU, whether TurboMind's library loads (why not), OpenCompass. ``rehearse``: no GPU expected. The
-    problems the GPU install fixes end with its command, said once."""
+    visible GPU, whether TurboMind's library loads (why not), OpenCompass, and the C compiler and ``Python.h`` the
+    PyTorch engine needs (``pytorch_engine_blocked``: why its stages cannot run; not a problem of the stack, as
+    TurboMind needs neither). ``rehearse``: no GPU expected. The problems the GPU install fixes end with its command,
+    said once."""
     info = {'python': '.'.join(map(str, python_version())), 'executable': sys.executable}
     install, other = [], []
     for name in ('torch', 'lmdeploy', 'opencompass', 'transformers'):
@@ -73,6 +106,10 @@ def check_stack(rehearse: bool = False) -> Tuple[Dict, List[str]]:
             two = problem(installed())
             if two:       # a warning: the PyTorch engine at tp=1 may still run (the verdict says it)
                 info['warnings'] = [two]
+    tools, missing = check_build_tools()
+    info.update(tools)
+    if missing:   # the PyTorch engine's stages do not run (cli); TurboMind's still do
+        info['pytorch_engine_blocked'] = missing
     if 'lmdeploy' in info:
         from opencompass_longctx.models.lmdeploy import turbomind_status
         ok, why = turbomind_status()
@@ -109,11 +146,16 @@ def engines(info: Dict, requested: str = 'auto') -> Tuple[List[str], str]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description='Check the Python version (and with --stack LMDeploy, torch, CUDA)')
+    ap = argparse.ArgumentParser(description='Check the Python version (with --stack LMDeploy, torch, CUDA; with '
+                                 '--build-tools the C compiler and Python.h of the PyTorch engine)')
     ap.add_argument('--python', default=None, help='the one version required (e.g. 3.12)')
     ap.add_argument('--stack', action='store_true')
+    ap.add_argument('--build-tools', action='store_true', help="the PyTorch engine's C compiler and Python.h")
     args = ap.parse_args(argv)
     problems = check_python(exact=args.python)
+    if not problems and args.build_tools:
+        info, problems = check_build_tools()
+        print(f"C compiler {info['c_compiler']}, Python.h {info['python_h']}")
     if not problems and args.stack:
         info, problems = check_stack()
         print(info)

@@ -16,9 +16,9 @@ from typing import Dict, List, Optional
 from opencompass_longctx.errors import LongCtxError
 
 # seconds per stage kind at most (--limits changes them); the device recipe (bench/gpu_check.sh) sets its own
-LIMITS = dict(python=10, stack=60, model=900, data=600, opencompass=3600, bench=1800)
+LIMITS = dict(python=10, stack=60, model=900, data=600, opencompass=3600, bench=1800, prefix=600, tp=1800)
 # what a stage still to come needs at least when the run has a deadline (--call-seconds)
-RESERVE = dict(python=1, stack=5, model=30, data=10, opencompass=200, bench=100)
+RESERVE = dict(python=1, stack=5, model=30, data=10, opencompass=200, bench=100, prefix=30, tp=5)
 REHEARSAL_MARK = 'LONGCTX REHEARSAL: first CUDA call reached, stopping here'
 NO_DRIVER = 'Found no NVIDIA driver'   # torch's own error where a CUDA call bypasses torch.cuda's lazy init
 ENGINE_NAMES = {'turbomind': 'TurboMind', 'pytorch': 'PyTorch engine'}
@@ -195,10 +195,19 @@ def verdict(data: Dict) -> str:
         status = s.get('status')
         if k in ('python', 'stack'):
             continue
-        label = {'model': 'model directory', 'data': 'datasets'}.get(k) or (
-            f'{eng} through OpenCompass' if k == 'opencompass' else f'{eng} throughput')
+        label = {'model': 'model directory', 'data': 'datasets'}.get(k) or {
+            'opencompass': f'{eng} through OpenCompass', 'bench': f'{eng} throughput',
+            'prefix': f'{eng} prefix cache', 'tp': f"{eng} at tp={s['tp']}" if s.get('tp') else f'{eng} at tp > 1'}[k]
         if status == 'skipped':
-            not_run.append(f'{label} (no time left)')
+            not_run.append(f"{label} ({s.get('where') or 'no time left'})")
+        elif k == 'data' and status == 'ok' and s.get('rows_checked'):
+            works.append(f"{label} ({s.get('rows', 0)} rows, every prompt + answer within its band's engine)")
+        elif k == 'prefix' and status in ('ok', 'rehearsal stop'):
+            from opencompass_longctx.gpucheck.prefix import verdict_text
+            measured = verdict_text(s)
+            works.append(f'{label}: {measured}' if measured else
+                         f"{label}: predicted {s.get('predicted_share', 0):.2f} for {s.get('prompts')} NoLiMa prompts, "
+                         'hit rate not measured (rehearsal: stopped at the first CUDA call)')
         elif status == 'rehearsal stop':
             works.append(f'{label} up to its first CUDA call (rehearsal)')
         elif k == 'opencompass':
@@ -211,7 +220,7 @@ def verdict(data: Dict) -> str:
                        f"{len(failed)} failed task(s), first {failed[0]['dataset']}: {_first_line(failed[0]['reason'])}"
                        if failed else _first_line(s.get('error')))
                 fails.append(f'{label} ({why}; {_served(s)})')
-        elif k == 'bench':
+        elif k in ('bench', 'tp'):
             done = [p for p in s.get('prefill', [])]
             lengths = ', '.join(_tokens(p['tokens']) for p in done)
             if status == 'ok':
@@ -240,23 +249,37 @@ def _fmt(v, spec='.3f'):
     return '-' if v is None else format(v, spec) if isinstance(v, float) else str(v)
 
 
+def cell(v, spec='.3f') -> str:
+    """A value as one Markdown table cell: ``|`` escaped and line breaks made spaces (a verdict or an exception
+    holds both), so that the row keeps its columns."""
+    return _fmt(v, spec).replace('\\', '\\\\').replace('|', '\\|').replace('\r', ' ').replace('\n', ' ')
+
+
+def row(*values) -> str:
+    return '| ' + ' | '.join(cell(v) for v in values) + ' |'
+
+
 def to_markdown(data: Dict) -> str:
     lines = [f"# GPU check ({'rehearsal, no GPU' if data['rehearse'] else 'device run'}), {data['date']}", '',
              f"Command: `{data['command']}`", '', '| stage | status | seconds | note |', '|---|---|---|---|']
     for name, s in data['stages'].items():
         note = _first_line(s.get('error') or s.get('where'), 160) if s.get('status') != 'ok' else s.get('note', '')
-        lines.append(f"| {name} | {s.get('status')} | {s.get('seconds', '')} | {note} |")
+        lines.append(row(name, s.get('status'), str(s.get('seconds', '')), note))
     stack = data['stages'].get('stack', {})
     if stack.get('status') == 'ok':
         lines += ['', 'Environment: ' + ', '.join(f'{k} {stack[k]}' for k in (
             'python', 'lmdeploy', 'torch', 'torch_cuda', 'opencompass', 'transformers', 'gpu', 'gpu_memory_gib',
-            'gpu_free_gib', 'turbomind', 'engines') if stack.get(k) is not None)]
+            'gpu_free_gib', 'turbomind', 'engines', 'c_compiler', 'python_h') if stack.get(k) is not None)]
         lines += [f'- warning: {w}' for w in stack.get('warnings') or []]
+        lines += [f'- the PyTorch engine cannot run here: {w}' for w in stack.get('pytorch_engine_blocked') or []]
+    lines += _data_markdown(data['stages'].get('data', {}))
     for name, s in data['stages'].items():
         if kind(name) == 'opencompass':
             lines += _run_markdown(name, s)
-        elif kind(name) == 'bench':
+        elif kind(name) in ('bench', 'tp'):
             lines += _bench_markdown(name, s)
+        elif kind(name) == 'prefix':
+            lines += _prefix_markdown(name, s)
     if data.get('cost_model_lines'):
         lines += ['', f"## For tables/cost_model.py", '', '```python', *data['cost_model_lines'], '```']
     if data.get('verdict'):
@@ -264,24 +287,42 @@ def to_markdown(data: Dict) -> str:
     return '\n'.join(lines) + '\n'
 
 
+def _data_markdown(stage: Dict) -> List[str]:
+    rows = [d for d in stage.get('datasets', []) if 'session_len' in d]
+    if not rows:
+        return []
+    out = ['', '## data: every row sendable (prompt as the inferencer measures it + max_out_len)', '',
+           '| dataset | band | rows | longest prompt | max_out_len | engine session_len | window | over the engine '
+           '| over the window | sendable |', '|---|---|---|---|---|---|---|---|---|---|']
+    out += [row(d['abbr'], d['band'], d['rows'], d['longest_prompt'], d['max_out_len'], d['session_len'], d['window'],
+                d['over_engine'], d['over_window'], 'yes' if d['fits'] else 'NO') for d in rows]
+    if stage.get('left_out'):
+        out += ['', 'Left out for the model (opencompass_longctx.combinations): '
+                + '; '.join(f"{x['dataset']}: {x['reason']}" for x in stage['left_out'])]
+    return out
+
+
 def _run_markdown(name: str, oc: Dict) -> List[str]:
     out = []
     if oc.get('bands'):
         out += ['', f'## {name}: plan vs LMDeploy', '',
                 '| band | backend plan / engine | session_len plan / handed / engine | max_batch_size plan / handed / '
-                'engine | KV blocks preflight / LMDeploy | predictions / samples | tokens: plan (data tokenizer) / '
-                'engine | longest prompt + new tokens / session_len | counted differently by the engine | wall s '
-                'plan / measured |', '|---|---|---|---|---|---|---|---|---|---|']
+                'engine | KV blocks preflight / LMDeploy | predictions / samples | not sent (over-length / engine '
+                'too small) | tokens: plan (data tokenizer) / engine | longest prompt + new tokens / session_len | '
+                'counted differently by the engine | wall s plan / measured |',
+                '|---|---|---|---|---|---|---|---|---|---|---|']
         for b in oc['bands']:
-            out.append(
-                f"| {b['band']} | {b.get('backend_plan')} / {b.get('backend_engine')} | {b['session_len_plan']} / "
-                f"{_fmt(b.get('session_len_input'))} / {_fmt(b.get('session_len_engine'))} | "
+            out.append(row(
+                b['band'], f"{b.get('backend_plan')} / {b.get('backend_engine')}",
+                f"{b['session_len_plan']} / {_fmt(b.get('session_len_input'))} / {_fmt(b.get('session_len_engine'))}",
                 f"{b['max_batch_size_plan']} / {_fmt(b.get('max_batch_size_input'))} / "
-                f"{_fmt(b.get('max_batch_size_engine'))} | {_fmt(b.get('kv_blocks_preflight'))} / "
-                f"{_fmt(b.get('kv_blocks_lmdeploy'))} | {b.get('predictions')} / {b.get('rows_plan')} | "
-                f"{_fmt(b.get('prompt_tokens_plan'))} / {_fmt(b.get('engine_input_tokens'))} | "
-                f"{_fmt(b.get('engine_longest_need'))} / {b['session_len_plan']} | {b.get('token_counts_differ')} | "
-                f"{b.get('seconds_plan')} / {_fmt(b.get('seconds_measured'))} |")
+                f"{_fmt(b.get('max_batch_size_engine'))}",
+                f"{_fmt(b.get('kv_blocks_preflight'))} / {_fmt(b.get('kv_blocks_lmdeploy'))}",
+                f"{b.get('predictions')} / {b.get('rows_plan')}",
+                f"{b.get('over_length', 0)} / {b.get('engine_too_small', 0)}",
+                f"{_fmt(b.get('prompt_tokens_plan'))} / {_fmt(b.get('engine_input_tokens'))}",
+                f"{_fmt(b.get('engine_longest_need'))} / {b['session_len_plan']}", b.get('token_counts_differ'),
+                f"{b.get('seconds_plan')} / {_fmt(b.get('seconds_measured'))}"))
         out += ['', f"Engine starts: plan {oc.get('engine_starts_plan')}, handed to LMDeploy "
                 f"{oc.get('engine_inputs')}, built {oc.get('engine_starts')}."
                 + (f" Stopped at the first CUDA call: {', '.join(oc['rehearsal_stops'])}."
@@ -302,13 +343,32 @@ def _run_markdown(name: str, oc: Dict) -> List[str]:
 def _bench_markdown(name: str, bench: Dict) -> List[str]:
     if not bench.get('prefill') and not bench.get('decode'):
         return []
-    out = ['', f'## {name}: throughput (the leaderboard wrapper\'s pipe)', '',
-           '| what | tokens (context) | batch | seconds | tokens/s | MFU (no embedding, no lm_head) / HBM efficiency |',
-           '|---|---|---|---|---|---|']
+    tp = bench.get('tp') or (bench.get('engine') or {}).get('tp') or 1
+    out = ['', f"## {name}: throughput (the leaderboard wrapper's engine, tp={tp}, prefix caching "
+           f"{bench.get('prefix_caching', '?')}; each pass timed on its own)", '',
+           '| what | tokens (context) | batch | cached tokens | timed | seconds | tokens/s | MFU (no embedding, no '
+           'lm_head) / HBM efficiency |', '|---|---|---|---|---|---|---|---|']
     for p in bench.get('prefill', []):
-        out.append(f"| prefill | {p['tokens']} | 1 | {p['seconds']:.3f} | {p['tokens_per_s']:.0f} | "
-                   f"{_fmt(p.get('mfu'))} |")
+        out.append(row('prefill', p['tokens'], 1, p.get('cached_tokens'), 'its own pass, 1 new token', p['seconds'],
+                       f"{p['tokens_per_s']:.0f}", p.get('mfu')))
     for d in bench.get('decode', []):
-        out.append(f"| decode | {d['context']} | {d['batch']} | {d['seconds']:.3f} | {d['tokens_per_s']:.0f} | "
-                   f"{_fmt(d.get('bw_efficiency'))} |")
+        timed = (f"first to last streamed token ({d.get('window_tokens')} tokens)" if d.get('streamed')
+                 else 'not timed apart (left out of the cost model)')
+        out.append(row('decode', d['context'], d['batch'], 0 if d.get('streamed') else '-', timed, d['seconds'],
+                       f"{d['tokens_per_s']:.0f}", d.get('bw_efficiency')))
+    return out
+
+
+def _prefix_markdown(name: str, s: Dict) -> List[str]:
+    if s.get('predicted_share') is None:
+        return []
+    out = ['', f'## {name}: prefix cache on a NoLiMa batch', '',
+           '| dataset | prompts | batch | prompt tokens | cached tokens | hit rate measured | share predicted (plan) '
+           '| share predicted (block trie) | share declared (spec) | s uncached / cached / saved |',
+           '|---|---|---|---|---|---|---|---|---|---|']
+    out.append(row(s.get('dataset'), s.get('prompts'), s.get('batch_size'), s.get('prompt_tokens'),
+                   s.get('cached_tokens'), s.get('hit_rate'), s.get('predicted_share'), s.get('predicted_share_trie'),
+                   s.get('declared_share'),
+                   f"{_fmt(s.get('seconds_uncached'))} / {_fmt(s.get('seconds_cached'))} / "
+                   f"{_fmt(s.get('seconds_saved'))}"))
     return out

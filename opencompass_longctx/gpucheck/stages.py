@@ -5,7 +5,8 @@ The model: a directory with the real Qwen2.5 tokenizer and chat template (:func:
 .build`) and random bf16 weights at Qwen2.5-7B's geometry (the leaderboard row's ``arch``), made on the GPU; the
 answers are noise, the compute, the memory and the engine path are the real ones. ``--model-dir`` serves a real
 Qwen2.5-7B-Instruct directory instead. The data: the CPU example's datasets (BABILong stand-in files, generated
-LongBioBench, NoLiMa stand-in needles and books: all offline) at the short tiers and one 128k tier. The run: the
+LongBioBench with the leaderboard example's ``reserve_tokens``, NoLiMa stand-in needles and books: all offline) at
+the short tiers and one 128k tier, each row checked to be sendable (:mod:`.sendable`). The run: the
 real ``opencompass`` command through ``LongCtxPartitioner`` and ``LongCtxInferTask`` with the leaderboard's
 qwen2.5-7b-instruct row, one run per engine (``backend='turbomind'`` / ``'pytorch'``), LMDeploy at INFO level so
 that its log says what it was handed and what it built.
@@ -201,7 +202,7 @@ from opencompass_longctx.run.partitioner import LongCtxPartitioner
 from opencompass_longctx.run.tasks import LongCtxEvalTask, LongCtxInferTask
 with read_base():
     from opencompass_longctx.configs.datasets.babilong.babilong_base import BABILONG_BASE
-    from opencompass_longctx.configs.datasets.longbio.longbio_base import LONGBIO_BASE
+    from opencompass_longctx.configs.datasets.longbio.longbio_base import LONGBIO_BASE, LONGBIO_RESERVE_TOKENS
     from opencompass_longctx.configs.datasets.nolima.nolima_base import NOLIMA_BASE
     from opencompass_longctx.configs.models.lmdeploy_longctx import lmdeploy_longctx_models
     from opencompass_longctx.configs.summarizers.longctx import summarizer
@@ -215,10 +216,12 @@ datasets = [dict(d, type=DemoBabilongDataset, tier=t, abbr=f"{{d['abbr']}}_{{t}}
                  num_samples=SAMPLES) for t in SHORT for d in BABILONG_BASE[:5]]
 datasets += [dict(BABILONG_BASE[0], type=DemoBabilongDataset, tier=LONG, abbr=f"{{BABILONG_BASE[0]['abbr']}}_{{LONG}}",
                   path=DATA + '/babilong', num_samples=1)]
-datasets += [dict(d, tier=t, abbr=f"{{d['abbr']}}_{{t}}", num_samples=SAMPLES) for t in SHORT for d in LONGBIO_BASE
-             if d['cell'] in ('standard', 'rank_2', 'idk')]
-datasets += [dict(d, tier=LONG, abbr=f"{{d['abbr']}}_{{LONG}}", num_samples=1) for d in LONGBIO_BASE
-             if d['cell'] == 'standard']
+# LongBioBench fills the prompt to the tier: the leaderboard example's reserve_tokens keeps room for the answer
+datasets += [dict(d, tier=t, abbr=f"{{d['abbr']}}_{{t}}", num_samples=SAMPLES,
+                  reserve_tokens=LONGBIO_RESERVE_TOKENS)
+             for t in SHORT for d in LONGBIO_BASE if d['cell'] in ('standard', 'rank_2', 'idk')]
+datasets += [dict(d, tier=LONG, abbr=f"{{d['abbr']}}_{{LONG}}", num_samples=1,
+                  reserve_tokens=LONGBIO_RESERVE_TOKENS) for d in LONGBIO_BASE if d['cell'] == 'standard']
 datasets += [dict(d, type=DemoNoLiMaDataset, tier=t, abbr=f"{{d['abbr']}}_{{t}}", path=DATA + '/nolima',
                   sample_book_tokens=140000, tokenizer=MODEL_DIR, pairs=1, haystacks=[0],
                   depth_indices=[5] if t == LONG else [0, 5, 10])
@@ -233,18 +236,36 @@ work_dir = {work_dir!r}
 
 
 def stage_data(rec, config_path: str) -> Dict:
-    """Build every dataset of the config once (offline); the tasks then read them from the cache."""
+    """Build every dataset of the config once (offline), as the run gives them to its model; the tasks then read them
+    from the cache. Each row is measured as the inferencer measures it and checked against its band's engine and the
+    model's window (:mod:`.sendable`): a row that would not be sent fails the stage, before any GPU time."""
     from mmengine.config import Config
     from opencompass.utils import build_dataset_from_cfg
+
+    from opencompass_longctx.combinations import combinations_of, expand
+    from opencompass_longctx.gpucheck.sendable import measure, plan_engines, rows_fit, tokenizer_model
     cfg = Config.fromfile(config_path)
-    rows = 0
-    for d in cfg['datasets']:
+    combos, left = expand(combinations_of(cfg))
+    if left:
+        rec.set(left_out=[dict(x) for x in left])
+    engines = plan_engines(cfg)
+    model = tokenizer_model(cfg['models'][0])
+    rows, problems = 0, []
+    for d in combos[0]['datasets']:
         t = time.time()
         ds = build_dataset_from_cfg(d)
         n = len(ds.test) if hasattr(ds, 'test') else len(ds)
         rows += n
-        rec.add('datasets', {'abbr': d['abbr'], 'rows': n, 'seconds': round(time.time() - t, 2)})
-    return {'rows': rows}
+        built = round(time.time() - t, 2)
+        fit = rows_fit(d['abbr'], engines[d['abbr']], measure(model, d, ds))
+        rec.add('datasets', {'abbr': d['abbr'], 'rows': n, 'seconds': built, **fit.as_dict()})
+        if not fit.fits:
+            problems.append(fit.problem())
+    out = {'rows': rows, 'rows_checked': 'every prompt + max_out_len against its band engine and the window'}
+    if problems:
+        out.update(status='failed', error=f'{len(problems)} dataset(s) have prompts that would not be sent: '
+                   + '; '.join(problems))
+    return out
 
 
 def stage_opencompass(rec, config_path: str, work_dir: str, env: Dict, rehearse: bool = False) -> Dict:
@@ -316,14 +337,18 @@ def judge_run(out: Dict, rehearse: bool) -> Dict:
            or not b.get('engine_matches_plan')]
     over = [f"{b['band']}: {b['engine_longest_need']} > {b['session_len_plan']}" for b in bands
             if b.get('fits_session_len') is False]
+    held = [f"{b['band']}: {b.get('over_length', 0)} over-length, {b.get('engine_too_small', 0)} engine-too-small"
+            for b in bands if b.get('over_length') or b.get('engine_too_small')]
     failed = out.get('failed_tasks') or []
-    if bands and not bad and not failed and not over:
+    if bands and not bad and not failed and not over and not held:
         return {'status': 'ok'}
     why = [f'bands without an engine as planned or with predictions missing: {bad or "no bands"}'] if bad or not bands \
         else []
     if over:
         why.append('the engine counted a prompt and its answer longer than the plan\'s session_len (' + '; '.join(over)
                    + ')')
+    if held:
+        why.append('prompts held back, never answered (' + '; '.join(held) + ')')
     if failed:
         why.append(f"{len(failed)} dataset(s) failed, first {failed[0]['dataset']} ({failed[0]['stage']}): "
                    f"{failed[0]['reason']}")

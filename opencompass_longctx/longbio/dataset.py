@@ -15,7 +15,10 @@ from opencompass_longctx.longbio.cells import LongBioConfigError
 class LongBioOptions(Options):
     """One cell's options. ``cell`` (e.g. 'rank_5') or ``task`` + ``n``; ``mode`` 'compat' | 'strict';
     ``tokenizer``: None for the authors' tokenizer offline (``tiktoken:qwen2``, Qwen2.5's vocabulary), another
-    'tiktoken:<encoding>' name or a Hugging Face tokenizer directory / id. The generation fields are checked by
+    'tiktoken:<encoding>' name or a Hugging Face tokenizer directory / id. ``max_prompt_tokens``: the longest a
+    prompt may be (system + user message + answer prefix, data tokenizer) whatever the tier; the planner sets it
+    for a model whose window is below the tier (:mod:`opencompass_longctx.models.window`). The generation fields are
+    checked by
     :func:`~.generator.make_spec` (the tier parsed there, once), whose :class:`~.generator.Spec` is ``spec``;
     ``num_proc``: processes for a build (default: the cores available; the same rows for any value)."""
     error: ClassVar[type] = LongBioConfigError
@@ -32,6 +35,7 @@ class LongBioOptions(Options):
     depth: object = option((0.0, 1.0))
     shots: Optional[int] = option(None)
     reserve_tokens: int = option(0)
+    max_prompt_tokens: Optional[int] = option(None, integer(1, optional=True))
     verify_length: Optional[bool] = option(None, flag(optional=True))
     start_index: int = option(0, integer(0))
     num_proc: Optional[int] = option(None, lambda name, v, error: check_num_proc(v))
@@ -42,6 +46,7 @@ class LongBioOptions(Options):
                          seed=self.seed, density=self.density,
                          depth=tuple(self.depth) if isinstance(self.depth, list) else self.depth,
                          reserve_tokens=self.reserve_tokens, tokenizer=self.tokenizer,
+                         max_prompt_tokens=self.max_prompt_tokens,
                          verify_length=self.verify_length)
         if isinstance(self.tier, str) and self.tier != spec.tier:
             dataset_tier(self.tier)      # raises: the tier as written is not its canonical name

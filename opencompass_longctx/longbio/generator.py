@@ -10,7 +10,9 @@ and templates are read in file order. Standard, multi-standard, citation and IDK
 
 Length. A tier is a budget of ``tier_tokens`` (1k = 1024 tokens) of the data tokenizer for the whole prompt
 text: system message + user message + assistant prefix (chat-template tokens and the answer are not
-counted; ``reserve_tokens`` holds some back). The data tokenizer defaults to ``tiktoken:qwen2``: the authors'
+counted; ``reserve_tokens`` holds some back; ``max_prompt_tokens`` caps the budget whatever the tier: a model whose
+window is below the tier gets prompts built to its window, as the authors size theirs to the model they evaluate).
+The data tokenizer defaults to ``tiktoken:qwen2``: the authors'
 (Qwen2.5-7B-Instruct's vocabulary, split pattern and NFC normaliser, offline), so tier lengths are the
 authors'. A Hugging Face tokenizer directory is counted through its exact tiktoken twin when it has one
 (``tokenizer.counting``), so every count below, the final check included, costs a tiktoken pass.
@@ -92,6 +94,7 @@ class Spec:
     reserve_tokens: int
     tokenizer: object
     verify: bool
+    max_prompt_tokens: Optional[int] = None    # a cap on the budget whatever the tier (the model's window)
 
     @property
     def groups(self) -> int:
@@ -103,6 +106,7 @@ class Spec:
                     density=self.density, depth=list(self.depth), reserve_tokens=self.reserve_tokens,
                     tokenizer=self.tokenizer.name, tokenizer_fingerprint=self.tokenizer.fingerprint,
                     verify_length=self.verify, pools_sha256=load_pools().sha256,
+                    **({'max_prompt_tokens': self.max_prompt_tokens} if self.max_prompt_tokens else {}),
                     generator_version=GENERATOR_VERSION, package_version=__version__)
 
     def __reduce__(self):
@@ -117,7 +121,8 @@ def _spec_in_worker(state: Dict, fingerprint: str) -> Spec:
 
 
 def make_spec(tier, cell=None, task=None, n=None, mode='compat', shots=None, seed=2024, density=1.0,
-              depth=(0.0, 1.0), reserve_tokens=0, tokenizer=None, verify_length=None) -> Spec:
+              depth=(0.0, 1.0), reserve_tokens=0, tokenizer=None, verify_length=None,
+              max_prompt_tokens=None) -> Spec:
     from opencompass_longctx.tokenizer.counting import get_tokenizer
     c = resolve_cell(cell, task, n)
     check_mode(mode)
@@ -134,14 +139,20 @@ def make_spec(tier, cell=None, task=None, n=None, mode='compat', shots=None, see
     if isinstance(reserve_tokens, bool) or not isinstance(reserve_tokens, int) or reserve_tokens < 0:
         raise LongBioConfigError(f'reserve_tokens must be a non-negative integer, got {reserve_tokens!r}')
     tok = get_tokenizer(DEFAULT_TOKENIZER if tokenizer in (None, '', 'default') else tokenizer)
+    if max_prompt_tokens is not None and (isinstance(max_prompt_tokens, bool) or not isinstance(max_prompt_tokens, int)
+                                          or max_prompt_tokens < 1):
+        raise LongBioConfigError(f'max_prompt_tokens must be a positive integer (the longest prompt the evaluated '
+                                 f'model takes, in the data tokenizer) or None, got {max_prompt_tokens!r}')
     tier_tokens = t.tokens(TIER_UNIT)
     if tier_tokens and reserve_tokens >= tier_tokens:
         raise LongBioConfigError(f'reserve_tokens={reserve_tokens} leaves nothing of tier {t.name} ({tier_tokens})')
+    budget = max(tier_tokens - reserve_tokens, 0) if tier_tokens else 0
+    if budget and max_prompt_tokens:
+        budget = min(budget, max_prompt_tokens)
     verify = (tok.kind != 'tiktoken') if verify_length is None else bool(verify_length)
     return Spec(cell=c['cell'], task=c['task'], n=c['n'], mode=mode, shots=shots, tier=t.name,
-                tier_tokens=tier_tokens, budget=max(tier_tokens - reserve_tokens, 0) if tier_tokens else 0,
-                seed=seed, density=density, depth=(d0, d1), reserve_tokens=reserve_tokens, tokenizer=tok,
-                verify=verify)
+                tier_tokens=tier_tokens, budget=budget, seed=seed, density=density, depth=(d0, d1),
+                reserve_tokens=reserve_tokens, tokenizer=tok, verify=verify, max_prompt_tokens=max_prompt_tokens)
 
 
 def _subset_sum(costs: Sequence[int], lo: int, hi: int) -> Optional[List[int]]:

@@ -19,10 +19,19 @@ def _reserve(d: Dict) -> int:
     return value_or(integer(0), d.get('reserve_tokens', 0), 0)     # a bad value: the run checks report it
 
 
+def _cap(d: Dict) -> Optional[int]:
+    return value_or(integer(1), d.get('max_prompt_tokens'), None)
+
+
 def estimate_prompt_tokens(d: Dict, tier_tokens: int) -> int:
     if not tier_tokens:          # 0k: the needles and the prompt only (the most over the authors' 800 samples)
         return LONGBIO_NEED_TOKENS.get(d.get('cell'), max(LONGBIO_NEED_TOKENS.values()))
-    return tier_tokens - _reserve(d)
+    return min(tier_tokens - _reserve(d), _cap(d) or tier_tokens)
+
+
+def fit_window(d: Dict, tokens: int) -> Dict:
+    """The config with prompts built to at most ``tokens`` (the generator's budget capped: ``max_prompt_tokens``)."""
+    return dict(d, max_prompt_tokens=int(tokens))
 
 
 def sample_text(d: Dict) -> Optional[str]:
@@ -39,8 +48,11 @@ def fits(d: Dict) -> Optional[str]:
     tier = parse_tier(d['tier'])
     budget = tier.tokens(TIER_UNIT)
     reserve = _reserve(d)
-    if need is None or not budget or need + reserve <= budget:
+    cap = _cap(d)
+    if need is None or not budget or (need + reserve <= budget and (not cap or need <= cap)):
         return None
+    if cap and need > cap:
+        return f'LongBioBench {d.get("cell")} needs {need} tokens > max_prompt_tokens {cap} at {tier.name}'
     return (f"LongBioBench {d.get('cell')} needs {need} tokens + reserve_tokens {reserve} > {budget} at "
             f'{tier.name}')
 
@@ -61,7 +73,7 @@ BENCHMARK = BenchmarkSpec(
     name='longbio', dataset_type='LongBioDataset', tier_unit=TIER_UNIT, tokens_column='prompt_tokens', prompt_columns=('system', 'user', 'prefix'),
     data_tokenizer=data_tokenizer, estimate_rows=estimate_rows, estimate_prompt_tokens=estimate_prompt_tokens,
     sample_text=sample_text, sample_keys=('tokenizer',),
-    checks=(), check_keys=(), fits=fits,
+    checks=(), check_keys=(), fits=fits, fit_window=fit_window,
     summary=(Bench(name='longbio', pattern=r'^longbio_(?!strict_)(?P<task>[a-z_0-9]+?)_' + TIER_PATTERN + '$',
                    rows=_rows(), base_tiers=('0k', '1k', '2k'), tier_unit=TIER_UNIT, **_RELATED,
                    notes='accuracy (%), compat mode; categories are means over their cells, mean over the '

@@ -95,20 +95,27 @@ def engine_reserve_bytes(backend: str, cfg: Dict, engine_config: Dict) -> float:
 
 
 def kv_plan(cfg: Dict, weights: float, session_len: int, max_batch_size: int, tp: int, cache_max_entry_count: float,
-            quant_policy: int, gpu_memory: float, reserve: float = 0.0) -> Dict[str, float]:
+            quant_policy: int, gpu_memory: float, reserve: float = 0.0, cp: int = 1) -> Dict[str, float]:
     """Per-GPU KV need and budget (bytes) for one engine configuration (``reserve``: the engine's own buffers).
     A model with a fixed state per sequence (Gated DeltaNet) has ``max_batch_size + 2`` state slots taken from the
-    free memory first (lmdeploy/pytorch/engine/executor/base.py:349-356): ``state`` in the result."""
-    need = kv_bytes_per_token(cfg, quant_policy, tp) * session_len * max_batch_size
+    free memory first (lmdeploy/pytorch/engine/executor/base.py:349-356): ``state`` in the result. ``cp``:
+    TurboMind's context parallelism, ``tp`` GPUs in ``cp`` groups of ``tp / cp`` (lmdeploy/turbomind/
+    parallel_config.py: attn_tp = tp / cp, the MLP still over tp): each group holds the KV heads split over tp / cp
+    GPUs for 1 / cp of each sequence's tokens, and its own copy of the attention weights."""
+    if cp < 1 or tp % cp:
+        raise LMDeployConfigError(f'cp={cp} must divide tp={tp} (TurboMind: tp must be a multiple of cp)')
+    need = kv_bytes_per_token(cfg, quant_policy, tp // cp) / cp * session_len * max_batch_size
     state = geometry.state_bytes_per_seq(cfg, tp) * geometry.state_slots(max_batch_size)
-    budget = cache_max_entry_count * max(gpu_memory - weights / tp - reserve - state, 0.0)
+    weights_per_gpu = weights / tp + (geometry.attention_weight_bytes(cfg) * (cp - 1) / tp if cp > 1 else 0.0)
+    budget = cache_max_entry_count * max(gpu_memory - weights_per_gpu - reserve - state, 0.0)
     return {'need': need, 'budget': budget, 'fits': need <= budget, 'state': state}
 
 
 def kv_preflight(path: str, session_len: int, max_batch_size: int = 1, tp: int = 1,
               cache_max_entry_count: float = 0.8, quant_policy: int = 0, gpu_memory: Optional[float] = None,
-              cfg: Optional[Dict] = None, reserve: float = 0.0) -> Dict:
-    """Raise :class:`PreflightError` (with a configuration that would fit) when the KV cache cannot fit."""
+              cfg: Optional[Dict] = None, reserve: float = 0.0, cp: int = 1) -> Dict:
+    """Raise :class:`PreflightError` (with a configuration that would fit) when the KV cache cannot fit (``cp``:
+    TurboMind's context parallelism, :func:`kv_plan`)."""
     cfg = cfg or read_model_config(path)
     if gpu_memory is None:
         import torch
@@ -117,12 +124,12 @@ def kv_preflight(path: str, session_len: int, max_batch_size: int = 1, tp: int =
         gpu_memory = float(torch.cuda.mem_get_info(0)[0])   # free now: what both engines size their cache from
     weights = weight_bytes(path, cfg)
     plan = kv_plan(cfg, weights, session_len, max_batch_size, tp, cache_max_entry_count, quant_policy, gpu_memory,
-                   reserve)
+                   reserve, cp)
     gib = 1024 ** 3
     report = {'kv_bytes_per_token': kv_bytes_per_token(cfg, quant_policy), 'weights_gib': weights / gib,
               'engine_reserve_gib_per_gpu': reserve / gib, 'layer_types': geometry.describe(cfg),
               'state_gib_per_gpu': plan['state'] / gib, 'kv_need_gib_per_gpu': plan['need'] / gib, 'kv_budget_gib_per_gpu': plan['budget'] / gib,
-              'gpu_memory_gib': gpu_memory / gib, 'tp': tp}
+              'gpu_memory_gib': gpu_memory / gib, 'tp': tp, 'cp': cp}
     if plan['fits']:
         return report
     kv_heads = kv_geometry(cfg)['kv_heads']

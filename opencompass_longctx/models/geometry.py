@@ -118,6 +118,21 @@ def kv_bytes_per_token(cfg: Dict, value_bytes: float = BF16, tp: int = 1) -> flo
                for g in layer_groups(cfg) if g['kind'] != 'linear')
 
 
+def attention_weight_bytes(cfg: Dict, value_bytes: float = BF16) -> float:
+    """Bytes of the attention projections (q, k, v, o) of the full and sliding layers: what TurboMind's context
+    parallelism keeps once per attention group instead of splitting over every GPU (MLA and linear layers: 0, as
+    TurboMind serves neither with cp here)."""
+    c = text_config(cfg)
+    if c.get('kv_lora_rank'):
+        return 0.0
+    h = int(c.get('hidden_size') or 0)
+    heads = int(c.get('num_attention_heads') or 0)
+    kv_heads, head_dim = kv_heads_and_dim(c)
+    q = heads * int(head_dim or 0)
+    layers = sum(g['count'] for g in layer_groups(cfg) if g['kind'] in ('full', 'sliding'))
+    return float(layers * (2 * h * q + 2 * h * int(kv_heads or 0) * int(head_dim or 0)) * value_bytes)
+
+
 def state_bytes_per_seq(cfg: Dict, tp: int = 1) -> float:
     """Fixed bytes per sequence slot (Gated DeltaNet conv + recurrent state, bf16), per GPU at ``tp``."""
     return sum(g['count'] * g['state_values'] * BF16 / min(tp, g['state_heads'])

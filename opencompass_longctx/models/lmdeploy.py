@@ -250,7 +250,7 @@ class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
                 engine_config.get('tp', 1), engine_config.get('cache_max_entry_count', 0.8),
                 engine_config.get('quant_policy', 0),
                 None if gpu_memory_gib is None else gpu_memory_gib * 1024 ** 3, cfg,
-                engine_reserve_bytes(self.backend, cfg, engine_config))
+                engine_reserve_bytes(self.backend, cfg, engine_config), int(engine_config.get('cp', 1)))
         self.trust_remote_code = bool(trust_remote_code)
         if not tokenizer_only:
             harmony_vocabulary(cfg)

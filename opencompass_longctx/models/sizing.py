@@ -7,7 +7,7 @@ directory is here, else the one the shipped model table declares."""
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from opencompass_longctx.models import geometry
 GIB = 1024 ** 3
@@ -46,6 +46,9 @@ class EnginePlan:
     token_ratio_measured: Optional[bool] = None
     rope: Optional[Dict] = None             # models.recipe.effective_rope at session_len
     caveats: Optional[Dict] = None          # {tier: caveat marks} (models.recipe.caveats)
+    cp: Optional[int] = None                # TurboMind's context parallelism, where the plan considered it
+    cp_note: Optional[str] = None           # why that cp (models.context_parallel.choose)
+    over_window: Optional[List[str]] = None  # datasets over the model's window by the measured tokenizer ratio
 
     @property
     def prefix_cached(self) -> bool:
@@ -112,12 +115,13 @@ def engine_memory_gib(gpu: Dict) -> float:
     return float(gpu.get('visible_memory_gib') or gpu['memory_gib']) - CUDA_NOT_FREE_GIB
 
 
-def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP) -> EnginePlan:
-    """max_batch_size for ``session_len`` from the KV-cache arithmetic (the runtime preflight's), and its verdict."""
-    return EnginePlan(**_sized(model_cfg, session_len, gpu, cap))
+def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP, consider_cp: bool = False) -> EnginePlan:
+    """max_batch_size for ``session_len`` from the KV-cache arithmetic (the runtime preflight's), and its verdict;
+    ``consider_cp``: try TurboMind's context parallelism too (:mod:`.context_parallel`; the band that holds 1m)."""
+    return EnginePlan(**_sized(model_cfg, session_len, gpu, cap, consider_cp))
 
 
-def _sized(model_cfg, session_len: int, gpu: Dict, cap: int) -> Dict:
+def _sized(model_cfg, session_len: int, gpu: Dict, cap: int, consider_cp: bool = False) -> Dict:
     from opencompass_longctx.models.engine import (KV_BYTES, LMDeployConfigError, engine_reserve_bytes, kv_bytes_per_token,
                                                    kv_geometry, kv_plan, weight_bytes)
     from opencompass_longctx.models.geometry import text_config
@@ -154,13 +158,25 @@ def _sized(model_cfg, session_len: int, gpu: Dict, cap: int) -> Dict:
     gpu_mem = float(model_cfg.get('gpu_memory_gib') or engine_memory_gib(gpu)) * GIB
     out['gpu_memory_gib'] = gpu_mem / GIB
     reserve = engine_reserve_bytes(out['backend'], cfg, dict(ec, max_batch_size=cap))  # at the largest batch
-    one = kv_plan(cfg, weights, session_len, 1, tp, cme, int(ec.get('quant_policy', 0)), gpu_mem,
-                  reserve)   # the runtime preflight's arithmetic, batch 1
+    def sized(t: int, cp: int):
+        """(sequences that fit, the batch-1 arithmetic) at tp=t and cp: the runtime preflight's arithmetic."""
+        one = kv_plan(cfg, weights, session_len, 1, t, cme, int(ec.get('quant_policy', 0)), gpu_mem, reserve, cp)
+        # b sequences fit when b x per_seq <= cme x (free - (b + 2) x slot): b = (budget(1) + cme x slot) //
+        # (per_seq + cme x slot), slot = one sequence's fixed state (0 without linear-attention layers)
+        slot_ = one['state'] / geometry.state_slots(1)
+        return (int((one['budget'] + cme * slot_) // (one['need'] + cme * slot_)) if one['need'] else cap), one
+    cp = int(ec.get('cp', 1))
+    if consider_cp and 'cp' not in ec:
+        from opencompass_longctx.models import context_parallel as ctx
+        choice = ctx.choose(cfg, out['backend'], tp, lambda c: sized(tp, c)[0], cap)
+        cp, note = choice.cp, choice.note
+        if out['backend'] == 'turbomind':
+            fewer = ctx.fewer_gpus(tp, lambda t, c: sized(t, c)[0] >= 1)
+            note += f'; {fewer}' if fewer else ''
+        out.update(cp=cp, cp_note=note)
+    fit, one = sized(tp, cp)
     per_seq, budget = one['need'], one['budget']
-    # b sequences fit when b x per_seq <= cme x (free - (b + 2) x slot): b = (budget(1) + cme x slot) // (per_seq +
-    # cme x slot), slot = one sequence's fixed state (0 without linear-attention layers: budget // per_seq)
     slot = one['state'] / geometry.state_slots(1)
-    fit = int((budget + cme * slot) // (per_seq + cme * slot)) if per_seq else cap
     # total parameters: the declared count; for a downloaded dense model weights / 2 as before; a model with
     # active_params (MoE, quantised experts) keeps its declared total, which the checkpoint size cannot give
     params = float(cfg.get('params') or (declared['arch']['params'] if declared.get('active_params') else 0)) or weights / 2
@@ -173,7 +189,8 @@ def _sized(model_cfg, session_len: int, gpu: Dict, cap: int) -> Dict:
     if fit < 1:
         out.update(max_batch_size=1, verdict='does not fit',
                    reason=f'one sequence of {session_len} tokens needs {per_seq / GIB:.1f} GiB of KV per GPU, '
-                          f'{budget / GIB:.1f} GiB available at tp={tp}: raise tp or quantise the KV cache')
+                          f'{budget / GIB:.1f} GiB available at tp={tp}' + (f', cp={cp}' if cp > 1 else '')
+                          + ': raise tp or quantise the KV cache')
     else:
         out.update(max_batch_size=min(fit, cap), verdict='fits')
     return out

@@ -96,13 +96,19 @@ def tier_problems(spec, d: Dict) -> List[str]:
 
 
 def engine_problems(plan: Dict) -> List[Dict]:
-    """Bands whose engine cannot hold one sequence on the declared GPU: the preflight would stop those tasks."""
+    """Bands whose engine cannot hold one sequence on the declared GPU (the preflight would stop those tasks), and
+    datasets whose prompts exceed the model's window by its own tokenizer's ratio (they would never be sent)."""
     found: Dict[str, List[str]] = {}
     for t in plan['tasks']:
         if t.engine and t.engine.verdict == 'bad backend':
             found.setdefault(f"{t.model}: {t.engine.reason}", []).append(t.model)
         elif t.engine and t.engine.verdict == 'does not fit':
             found.setdefault(f"the {t.band} engine of {t.model} does not fit the GPU: {t.engine.reason}",
+                             []).append(t.model)
+        if t.engine and t.engine.over_window:
+            found.setdefault(f"{t.model}: prompts over its window by its own tokenizer, which would be held back as "
+                             'over-length: ' + '; '.join(t.engine.over_window) + '. Give those datasets a '
+                             'smaller tier, or max_prompt_tokens where the benchmark takes it (LongBioBench)',
                              []).append(t.model)
     return [{'problem': p, 'where': w} for p, w in found.items()]
 

@@ -102,8 +102,9 @@ def make_plan(combinations: Sequence[Dict], bands: Optional[Sequence[str]] = Non
                 name = band_name(bi, edges)
                 n = shard_count(shards, abbr, name)
                 groups = _split_shards(by_band[bi], min(n, len(by_band[bi])))
-                for si, group in enumerate(groups):
-                    tasks.append(_task(model, abbr, name, si, len(groups), group, cm, batch_cap))
+                for si, group in enumerate(groups):    # context parallelism is considered for the band of 1m
+                    tasks.append(_task(model, abbr, name, si, len(groups), group, cm, batch_cap,
+                                       bi == band_of('1m', edges)))
     return {'tasks': tasks, 'skipped': skipped, 'bands': [band_name(i, edges) for i in range(len(edges) + 1)],
             'cost_model': cm}
 
@@ -116,7 +117,23 @@ def _with_model_window(d: Dict, window: int) -> Dict:
     return d
 
 
-def _task(model, abbr, band, shard, shards, group, cm, batch_cap) -> TaskPlan:
+def _over_window(loads, window: int) -> List[str]:
+    """The datasets whose longest prompt, in the model's tokens by the tokenizer ratio measured here, with the chat
+    template and the answer, exceed the model's window: :mod:`opencompass_longctx.models.window` decided without a
+    tokenizer (model tokens taken as data tokens), this is the check where the model's tokenizer is at hand."""
+    import math
+
+    from opencompass_longctx.models.window import CHAT_TEMPLATE_TOKENS
+    out = []
+    for ld in loads:
+        need = math.ceil(ld.row_tokens_estimate * (ld.ratio or 1.0)) + CHAT_TEMPLATE_TOKENS + ld.max_out_len
+        if window and ld.ratio and need > window:
+            out.append(f'{ld.abbr} ({ld.row_tokens_estimate:,} data tokens x {ld.ratio:.3f} + '
+                       f'{CHAT_TEMPLATE_TOKENS} + {ld.max_out_len} = {need:,} > {window:,})')
+    return out
+
+
+def _task(model, abbr, band, shard, shards, group, cm, batch_cap, consider_cp=False) -> TaskPlan:
     loads = [ld for _, ld in group]
     cfg = copy.deepcopy(without_run_options(model))
     engine = None
@@ -130,13 +147,16 @@ def _task(model, abbr, band, shard, shards, group, cm, batch_cap) -> TaskPlan:
             # it stops at the native window and gets no static scaling; a prompt that is longer after all is an
             # engine-sizing miss (ENGINE_TOO_SMALL, reported), never served unscaled beyond the native window
             session_len = int(model['native_window'])
-        engine = size_engine(model, session_len, cm['gpu_spec'], batch_cap)
+        engine = size_engine(model, session_len, cm['gpu_spec'], batch_cap, consider_cp)
         engine.headroom = max(ld.headroom for ld in loads)
         engine.token_ratio_measured = all(ld.ratio is not None for ld in loads)
         engine.rope = effective_rope(cfg, session_len)
         engine.caveats = {ld.tier: caveats(model, ld.tier_tokens) for ld in loads if caveats(model, ld.tier_tokens)}
+        engine.over_window = _over_window(loads, model_max) or None
         ec = dict(cfg.get('engine_config') or {})
         ec.update(session_len=session_len, max_batch_size=engine.max_batch_size)
+        if engine.cp and engine.cp > 1:
+            ec['cp'] = engine.cp
         cfg['engine_config'] = ec
         cfg['max_seq_len'] = session_len
         cfg['batch_size'] = engine.max_batch_size
@@ -178,6 +198,8 @@ def summarize(plan: Dict, problems: Sequence[str] = ()) -> Dict:
             m['layer_types'] = (e.layer_types, e.kv_bytes_per_token)
             b['rope'] = e.rope
             b['caveats'].update(e.caveats or {})
+            if e.cp_note:
+                b['cp'] = (e.cp, e.cp_note)
         b['gpu_hours'] += t.gpu_hours
         m['tasks'] += 1
         m['engine_starts'] += 1

@@ -45,7 +45,8 @@ def to_markdown(summary: Dict) -> str:
                   f"LongCtxPartitioner(cost_model=...)): {gpu['name']} {gpu['bf16_tflops']} TFLOPS BF16, "
                   f"{gpu['hbm_tbps']} TB/s ({gpu['source']}); prefill at {cm['prefill_mfu']:.0%} of peak, decode at "
                   f"{cm['decode_bw_efficiency']:.0%} of HBM bandwidth, {cm['output_fraction']:.0%} of max_out_len "
-                  f"generated; engine start {cm['engine_start_s']} s; subprocess import {cm['subprocess_import_s']} s. "
+                  f"generated; engine start {cm['engine_start_s']} s; subprocess import {cm['subprocess_import_s']} s "
+                  f"({_calibration(cm)}). "
                   'Prompt tokens are exact where the dataset was built before (its build record), else "(est.)" from '
                   'the tier arithmetic; they are counted in each benchmark\'s data tokenizer.']
     if summary['skipped_already_predicted']:
@@ -56,9 +57,14 @@ def to_markdown(summary: Dict) -> str:
                for band, b in m['bands'].items() if b['reason']]
     if reasons:
         lines += ['', 'Engine sizing notes:'] + [f'- {m} {band}: {r}' for m, band, r in reasons]
-    if summary.get('left_out'):
-        lines += ['', f"Left out ({len(summary['left_out'])} model x dataset pairs of the config, "
-                      'opencompass_longctx.combinations):'] + left_out_lines(summary['left_out'])
+    left = [x for x in summary.get('left_out') or [] if not x.get('kept')]
+    fitted = [x for x in summary.get('left_out') or [] if x.get('kept')]
+    if fitted:
+        lines += ['', f"Built to fit the model's window ({len(fitted)} model x dataset pairs, "
+                      'opencompass_longctx.models.window):'] + left_out_lines(fitted)
+    if left:
+        lines += ['', f"Left out ({len(left)} model x dataset pairs of the config, "
+                      'opencompass_longctx.combinations):'] + left_out_lines(left)
     lines += ['', f"Problems found without a GPU ({len(summary['problems'])}):"]
     lines += [_problem_line(p) for p in summary['problems']] or ['- none']
     return '\n'.join(lines) + '\n'
@@ -74,7 +80,9 @@ def _engine_lines(summary: Dict) -> List[str]:
             layers, kv = m.get('layer_types') or (None, None)
             sized = f"; sized as {layers}, KV {kv:,.0f} bytes/token as LMDeploy allocates it" if layers else ''
             cached = f"; prefix caching {m['prefix_caching']}" if m.get('prefix_caching') else ''
-            lines.append(f"- {model}: {m['backend'][0]} ({m['backend'][1]}); RoPE scaling {ropes}{sized}{cached}")
+            cp = ''.join(f"; context parallelism {band}: {b['cp'][1]}" for band, b in m['bands'].items()
+                         if b.get('cp'))
+            lines.append(f"- {model}: {m['backend'][0]} ({m['backend'][1]}); RoPE scaling {ropes}{sized}{cached}{cp}")
     marks = {(model, r) for model, m in summary['models'].items() for b in m['bands'].values()
              for rs in b['caveats'].values() for r in rs}
     if lines:
@@ -107,6 +115,11 @@ def write(summary: Dict, plan: Dict, directory: str, markdown: Optional[str] = N
     with open(paths['json'], 'w', encoding='utf-8') as f:
         f.write(to_json(summary, plan))
     return paths
+
+
+def _calibration(cm: Dict) -> str:
+    """Where the cost model's constants come from: the GPU-check run that calibrated them, else assumptions."""
+    return f"calibrated by {cm['calibrated_by']}" if cm.get('calibrated_by') else 'assumptions, not yet calibrated on a GPU'
 
 
 def _reuse_text(summary: Dict) -> str:

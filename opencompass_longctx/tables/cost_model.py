@@ -45,4 +45,8 @@ COST_MODEL = dict(
     subprocess_import_s=10,
     # share of max_out_len a model generates on average (1.0 = every answer runs to the limit: an upper bound)
     output_fraction=1.0,
+    # the GPU-check run whose measured lines set prefill_mfu, decode_bw_efficiency and engine_start_s (None: the
+    # values above are assumptions). longctx-gpu-check prints them with this key filled in, from passes timed
+    # apart only (prefill with no prompt token served by the prefix cache, decode from its streamed tokens).
+    calibrated_by=None,
 )

@@ -64,16 +64,24 @@ datasets = [*babilong, *longbio, *nolima]
 # LongBioBench their own budget + 1536 (the longctx-reasoning mode)
 # (mode, k, extra): max_out_len = k * the benchmark's own + extra (data, not lambdas: OpenCompass dumps the config)
 THINK = {'nolima': ('nolima-reasoning', 0, 1536), 'other': ('longctx-reasoning', 1, 1536)}
+# a LongBioBench prompt + the chat template (128 tokens allowed) + the answer must fit the model's window
+# (max_seq_len): where the tier's budget does not, the prompts are built to the window (max_prompt_tokens), as the
+# authors size theirs to the model (1k = 1024 tokens, 1m = 1024 x 1024)
+CHAT_TEMPLATE = 128
+LONGBIO_TIER_TOKENS = {'2k': 2048, '8k': 8192, '32k': 32768, '64k': 65536, '128k': 131072, '1m': 1048576}
 model_dataset_combinations = [
     dict(models=[m], datasets=[
-        d if not m['thinks'] else dict(d, infer_cfg=dict(
+        dict(t, max_prompt_tokens=room) if t['abbr'].startswith('longbio_')
+        and LONGBIO_TIER_TOKENS[t['tier']] - LONGBIO_RESERVE > room else t
+        for d in [d for d in [*babilong, *longbio] if SIZE[d['tier']] <= MAX_TIER[m['abbr']]]
+        + [d for d in nolima if d['tokenizer'] == m['path'] and SIZE[d['tier']] <= MAX_TIER[m['abbr']]]
+        for kind in ['nolima' if d['abbr'].startswith('nolima_') else 'other']
+        for t in [d if not m['thinks'] else dict(d, infer_cfg=dict(
             d['infer_cfg'], decoding_mode=THINK[kind][0],
             inferencer=dict(d['infer_cfg']['inferencer'],
                             max_out_len=THINK[kind][1] * d['infer_cfg']['inferencer']['max_out_len']
-                            + THINK[kind][2])))
-        for d in [d for d in [*babilong, *longbio] if SIZE[d['tier']] <= MAX_TIER[m['abbr']]]
-        + [d for d in nolima if d['tokenizer'] == m['path'] and SIZE[d['tier']] <= MAX_TIER[m['abbr']]]
-        for kind in ['nolima' if d['abbr'].startswith('nolima_') else 'other']])
+                            + THINK[kind][2])))]
+        for room in [m['max_seq_len'] - CHAT_TEMPLATE - t['infer_cfg']['inferencer']['max_out_len']]])
     for m in models]
 
 summarizer = dict(summarizer, dataset_abbrs=[f'babilong_qa1-qa{last}_{tier}' for tier in TIERS for last in (5, 10)]

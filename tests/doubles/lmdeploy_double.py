@@ -22,6 +22,8 @@ Where it matters the fake engine behaves as the real ones (``RecordingTurboMindM
   (``Input length (N) must be smaller than the model context length (S).``) refuses prompts the project's
   over-length check let through, as when the project's token count and the engine's differ.
 * ``error_every``: every n-th request fails with ``INTERNAL_ENGINE_ERROR`` (a generic engine failure).
+* ``step_s``: seconds per generated token (0.5 ms): the tokens stream one output each, so that a decode pass
+  timed between its first and last token takes time, as on a GPU.
 * ``trace``: the model thinks in gpt-oss's harmony format: its answer is ``<|channel|>analysis<|message|>`` + trace
   + ``<|end|><|start|>assistant<|channel|>final<|message|>`` + the rule reader's answer, cut at max_new_tokens.
 
@@ -49,7 +51,7 @@ class FakeEngine:
     ``close()``; each instance's ``async_stream_infer`` yields LMDeploy's ``EngineOutput``."""
 
     def __init__(self, async_engine, backend, config, kv_tokens=None, session_len=None, error_every=None,
-                 trace=None, cache_blocks=None):
+                 trace=None, cache_blocks=None, step_s=0.0005):
         from opencompass_longctx.demo.rule_reader import BabiRuleReader
         self.engine_config = copy.copy(config)
         self.engine_config.enable_metrics = False   # prometheus_client is not installed here; metrics are not tested
@@ -57,7 +59,7 @@ class FakeEngine:
             assert session_len < config.session_len, 'the fake session_len must be below the configured one'
             async_engine.session_len = self.engine_config.session_len = session_len
         self.backend, self.tokenizer, self.requests = backend, async_engine.tokenizer, 0
-        self.kv_tokens, self.error_every, self.trace = kv_tokens, error_every, trace
+        self.kv_tokens, self.error_every, self.trace, self.step_s = kv_tokens, error_every, trace, step_s
         self.block = config.block_size if backend == 'pytorch' else config.cache_block_seq_len
         self.reader = BabiRuleReader(tokenizer='tiktoken:gpt2')
         # the prefix cache, as LMDeploy keeps it (opencompass_longctx.prefix_reuse): requests are admitted one after
@@ -95,12 +97,14 @@ class FakeEngine:
         return None, max_new_tokens
 
     def prefill(self, input_ids):
-        """Count the prompt's tokens and those computed (after the cached blocks), and cache its blocks."""
+        """Count the prompt's tokens and those computed (after the cached blocks), and cache its blocks; the tokens
+        served from the cache (what LMDeploy reports as the request's ``cached_tokens``)."""
         reused = self.trie.match(input_ids) * self.block if self.trie is not None else 0
         if self.trie is not None:
             self.trie.insert(input_ids)
         self.prompt_tokens += len(input_ids)
         self.prefilled_tokens += len(input_ids) - reused
+        return reused
 
     def forward(self, input_ids, max_new_tokens, stop_ids):
         """The answer's token ids: the rule reader on the prompt as the engine received it, then a stop token."""
@@ -118,14 +122,25 @@ class FakeInstance:
         self.engine = engine
 
     async def async_stream_infer(self, session_id, input_ids, gen_config=None, stream_output=False, **kwargs):
-        from lmdeploy.messages import EngineOutput, ResponseType
+        """One output per generated token, as the engines stream them (``ignore_eos``: the answer is padded to
+        ``max_new_tokens``, as a model that never stops); the request's ``cached_tokens`` in its metrics, as
+        TurboMind and the PyTorch engine report them."""
+        import asyncio
+
+        from lmdeploy.messages import EngineOutput, RequestMetrics, ResponseType
         status, max_new = self.engine.admit(len(input_ids), gen_config.max_new_tokens)
         if status is not None:
             yield EngineOutput(status, [])
             return
-        self.engine.prefill(input_ids)
-        answer = self.engine.forward(input_ids, max_new, gen_config.stop_token_ids or [])
-        yield EngineOutput(ResponseType.FINISH, answer)
+        cached = self.engine.prefill(input_ids)
+        stop = [] if gen_config.ignore_eos else (gen_config.stop_token_ids or [])
+        answer = self.engine.forward(input_ids, max_new, stop)
+        if gen_config.ignore_eos:
+            answer = (answer + answer[-1:] * max_new)[:max_new]
+        for i, token in enumerate(answer):
+            await asyncio.sleep(self.engine.step_s)      # a decode step takes time
+            yield EngineOutput(ResponseType.SUCCESS if i + 1 < len(answer) else ResponseType.FINISH, [token],
+                               req_metrics=RequestMetrics(cached_tokens=cached))
 
     async def async_cancel(self, session_id=None):
         pass

@@ -20,6 +20,10 @@ from opencompass_longctx.run.inferencer import LongCtxGenInferencer
 from opencompass_longctx.longbio.evaluator import LongBioEvaluator
 with read_base():
     from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS
+# LongBioBench fills the whole prompt (system, user message, answer prefix) to the tier: a run keeps this many tokens
+# of each tier for the chat template and the answer (reserve_tokens=...), as the leaderboard example and the GPU check
+# do (the tier files leave it 0, the authors' protocol).
+LONGBIO_RESERVE_TOKENS = 512
 # The authors generated 800 samples per cell.
 LONGBIO_NUM_SAMPLES = int(os.environ.get('LONGBIO_NUM_SAMPLES', '800'))
 
