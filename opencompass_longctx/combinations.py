@@ -19,8 +19,9 @@ import copy
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from opencompass_longctx.spec import spec_of
-from opencompass_longctx.tiers import parse_tier
+from opencompass_longctx.tiers import TierError, parse_tier
 from opencompass_longctx.errors import LongCtxError
+from opencompass_longctx.util import counted
 MODEL_TOKENIZER = 'model'
 RUN_OPTIONS = ('max_tier', 'thinks', 'declared_geometry')   # model-config keys read by the harness, not the model class
 
@@ -66,18 +67,27 @@ def combinations_of(cfg) -> List[Dict]:
 def expand(combinations: Sequence[Dict]) -> Tuple[List[Dict], List[Dict]]:
     """One combination per model with the datasets it gets, and the left-out pairs
     ``{'model', 'dataset', 'reason'}``."""
-    out, left = [], []
+    out, left, bad = [], [], {}
     for comb in combinations:
         for model in comb['models']:
             kept = []
             for d in comb['datasets']:
-                got, why = for_model(model, d)
+                try:
+                    got, why = for_model(model, d)
+                except TierError as e:    # a tier that is no tier of its benchmark: said once for all its datasets
+                    bad.setdefault((str(e), e.value), []).append(_abbr(d, 'dataset'))
+                    continue
                 if got is None:
                     left.append({'model': _abbr(model, 'model'), 'dataset': _abbr(d, 'dataset'), 'reason': why})
                 else:
                     kept.append(got)
             out.append({'models': [model], 'datasets': kept})
+    if bad:
+        (message, value), names = next(iter(bad.items()))
+        names = list(dict.fromkeys(names))
+        raise TierError(f'{counted(names, "dataset")}: {message}', value)
     return out, left
+
 
 
 def without_run_options(model: Dict) -> Dict:

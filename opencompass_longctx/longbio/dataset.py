@@ -44,7 +44,7 @@ class LongBioOptions(Options):
                          reserve_tokens=self.reserve_tokens, tokenizer=self.tokenizer,
                          verify_length=self.verify_length)
         if isinstance(self.tier, str) and self.tier != spec.tier:
-            dataset_tier(self.tier)      # raises: the tier as written is not its canonical name
+            dataset_tier(self.tier, BENCHMARK.tier_unit)   # raises: the tier as written is not its length's name
         object.__setattr__(self, 'spec', spec)
         return self
 

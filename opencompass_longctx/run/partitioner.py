@@ -14,7 +14,9 @@ With a ``SlurmRunner`` the plan also shows the ``srun`` request of every task an
 (:mod:`opencompass_longctx.run.cluster`); in a resumed run (``-r``) it says what is done and what is left
 (:mod:`opencompass_longctx.run.resume`), and sets aside the saved predictions that do not match their current dataset
 (those datasets restart) or stops a ``-r`` that has nothing to resume (:mod:`opencompass_longctx.run.resume_check`). With problems, a real run stops before any task starts
-(``on_problem='error'``, the default; ``'warn'`` goes on); ``--dry-run`` only reports them.
+(``on_problem='error'``, the default; ``'warn'`` goes on); ``--dry-run`` only reports them. A config the plan cannot
+be made from (a tier that is no tier, ``-r`` with nothing to resume, problems with ``on_problem='error'``) stops the
+``opencompass`` command with one line and exit status 2 (:func:`opencompass_longctx.errors.in_opencompass`).
 
     infer = dict(partitioner=dict(type=LongCtxPartitioner),   # bands=['32k', '128k', '1m'], shards=1,
                  runner=dict(type=LocalRunner, ...))          # cost_model=dict(gpu='H100-80GB'), on_problem
@@ -36,7 +38,7 @@ from opencompass_longctx.run import resume_check
 
 from opencompass_longctx import combinations
 from opencompass_longctx import plan as P
-from opencompass_longctx.errors import LongCtxError
+from opencompass_longctx.errors import LongCtxError, in_opencompass
 class RunCheckError(LongCtxError, RuntimeError):
     """Problems found before any task started (missing data, models or tokenizers)."""
 
@@ -52,10 +54,11 @@ class LongCtxEvalPartitioner(NaivePartitioner):
     (:func:`opencompass_longctx.combinations.expand`)."""
 
     def __call__(self, cfg):
-        line = resume_check.check_reuse(cfg['work_dir'], dry_run())   # -r where nothing ran: ask or refuse
-        if line:
-            print(line, flush=True)
-        return super().__call__(cfg)
+        with in_opencompass():     # in the opencompass command: a LongCtxError is one line and exit status 2
+            line = resume_check.check_reuse(cfg['work_dir'], dry_run())   # -r where nothing ran: ask or refuse
+            if line:
+                print(line, flush=True)
+            return super().__call__(cfg)
 
     def partition(self, model_dataset_combinations: List[Dict], *args, **kwargs):
         return super().partition(combinations.expand(model_dataset_combinations)[0], *args, **kwargs)
@@ -90,8 +93,9 @@ class LongCtxPartitioner(BasePartitioner):
     def __call__(self, cfg):
         # partition() receives only models and datasets: the runners (what a Slurm job asks for) come from here
         self.runners = {stage: (cfg.get(stage) or {}).get('runner') for stage in ('infer', 'eval')}
-        self.reuse_line = resume_check.check_reuse(cfg['work_dir'], dry_run())   # -r where nothing ran: ask or refuse
-        return super().__call__(cfg)
+        with in_opencompass():     # in the opencompass command: a LongCtxError is one line and exit status 2
+            self.reuse_line = resume_check.check_reuse(cfg['work_dir'], dry_run())   # -r where nothing ran
+            return super().__call__(cfg)
 
     def partition(self, model_dataset_combinations: List[Dict], work_dir: str, out_dir: str,
                   add_cfg: Dict = {}) -> List[Config]:  # noqa: B006 (OpenCompass's signature)

@@ -24,6 +24,7 @@ import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 from opencompass_longctx.errors import LongCtxError
+from opencompass_longctx.util import plural
 
 START_FRESH_ENV = 'LONGCTX_START_FRESH'
 SET_ASIDE = '.set-aside-'
@@ -141,7 +142,7 @@ def mismatch(saved: Dict[str, Dict], current: List[Tuple[List[str], object]], fi
     outside = sorted(k for k in saved if not (k.isdigit() and int(k) < n))
     if outside:
         return (f"sample index {', '.join(outside[:3])}{' ...' if len(outside) > 3 else ''} is outside the current "
-                f'dataset of {n} samples')
+                f'dataset of {plural(n, "sample")}')
     for key in sorted(saved, key=int):
         entry, (pieces, gold) = saved[key], current[int(key)]
         if not isinstance(entry, dict):
@@ -158,7 +159,7 @@ def mismatch(saved: Dict[str, Dict], current: List[Tuple[List[str], object]], fi
         issued = '' if order is None else ' issued'
         return f"the saved samples are not the first {len(saved)}{issued} (missing index {', '.join(missing[:3])})"
     if finished and len(saved) != n:
-        return f'the finished predictions hold {len(saved)} samples, the current dataset has {n}'
+        return f'the finished predictions hold {plural(len(saved), "sample")}, the current dataset has {n}'
     return ''
 
 

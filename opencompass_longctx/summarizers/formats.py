@@ -10,6 +10,7 @@ from typing import Dict, List, Optional
 
 from opencompass_longctx.summarizers.metrics import BOOTSTRAP, MIN_CLUSTERS
 from opencompass_longctx.summarizers.rows import BENCHMARKS
+from opencompass_longctx.util import plural
 
 
 def _legend(report: dict) -> List[str]:
@@ -94,7 +95,7 @@ def to_markdown(report: dict, with_ci: bool = True) -> str:
             lines.append('| ' + ' | '.join(['', '', f'published: {r.published_name}'] + pub + [''] * 4) + ' |')
             lines.append('| ' + ' | '.join(['', '', 'measured - published'] + diff + [''] * 4) + ' |')
     out = '\n'.join(lines)
-    counts = [f'{r.model}/{r.bench}/{r.row}/{t}: n={c.n}' + (f' in {c.clusters} clusters'
+    counts = [f'{r.model}/{r.bench}/{r.row}/{t}: n={c.n}' + (f' in {plural(c.clusters, "cluster")}'
                                                               if c.ci_method == 'clustered' else '')
               for r in report['rows'] for t, c in r.cells.items() if c.status == 'ok']
     na = [f'{r.model}/{r.bench}/{r.row}/{t}: {c.status.upper()} ({c.reason})' for r in report['rows']

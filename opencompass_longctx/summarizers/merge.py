@@ -43,6 +43,7 @@ from opencompass_longctx.summarizers.identity import compare as compare_identiti
 from opencompass_longctx.summarizers.table import INCOMPARABLE, ModelInfo, Results, checked_reader  # noqa: F401 (INCOMPARABLE: the mark)
 from opencompass_longctx.summarizers.rows import classify
 from opencompass_longctx.errors import LongCtxError
+from opencompass_longctx.util import plural
 _STAMP = re.compile(r'^\d{8}_\d{6}$')
 # {(run directory, model abbr shown): the abbr the run wrote its files under}, for the models renamed with ``--as``:
 # read_predictions(run, shown abbr, dataset) is how the comparison reads a chosen result's predictions.
@@ -63,7 +64,7 @@ class Fingerprint:
     problem: Optional[str] = None   # why the predictions cannot be read (then rows and design are None)
 
     def short(self) -> str:
-        return f'rows {self.rows or "?"}, {self.samples} samples, scoring {self.mode}'
+        return f'rows {self.rows or "?"}, {plural(self.samples, "sample")}, scoring {self.mode}'
 
 
 @dataclass
@@ -266,8 +267,8 @@ class Merged:
 def _conflict(a: Run, b: Run, model: str, abbr: str, fa: Fingerprint, fb: Fingerprint) -> Optional[str]:
     what = []
     if fa.rows and fb.rows and fa.rows != fb.rows:
-        what.append(f'the data differ (rows {fa.rows}, {fa.samples} samples in {a.path}; rows {fb.rows}, '
-                    f'{fb.samples} samples in {b.path})')
+        what.append(f'the data differ (rows {fa.rows}, {plural(fa.samples, "sample")} in {a.path}; rows {fb.rows}, '
+                    f'{plural(fb.samples, "sample")} in {b.path})')
     if fa.mode != fb.mode:
         what.append(f'the scoring differs ({a.path}: {fa.mode_text}; {b.path}: {fb.mode_text})')
     return f'{model}/{abbr}: ' + ' and '.join(what) if what else None
