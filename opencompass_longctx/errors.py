@@ -65,9 +65,14 @@ def stop_on_error(command: str, config: Optional[str] = None, debug: Optional[bo
     except LongCtxError as e:
         if debug_enabled() if debug is None else debug:
             raise
-        what = f'{type(e).__name__}: {e}' if kind else str(e)
-        print(f'{command}: error: {config_line(config, e.value)}{what}', file=sys.stderr, flush=True)
+        print(error_line(command, e, config, kind), file=sys.stderr, flush=True)
         raise SystemExit(2) from None
+
+
+def error_line(command: str, e: LongCtxError, config: Optional[str] = None, kind: bool = False) -> str:
+    """``<command>: error: [<config>:<line>: ][<Type>: ]<message>``: how a command shows a :class:`LongCtxError`."""
+    what = f'{type(e).__name__}: {e}' if kind else str(e)
+    return f'{command}: error: {config_line(config, e.value)}{what}'
 
 
 def opencompass_config() -> Optional[str]:

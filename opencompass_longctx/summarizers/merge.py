@@ -133,11 +133,10 @@ def load_run(work_dir: str) -> Run:
     """A run, read by the models and datasets its config names: a result is looked for where OpenCompass writes
     it for that model abbr (any abbr: ``org/model`` nests, spaces and unicode are kept)."""
     path = find_run(work_dir)
-    from mmengine.config import Config
     from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
 
     from opencompass_longctx.summarizers.longctx import table_inputs
-    cfg = Config.fromfile(sorted(glob.glob(os.path.join(path, 'configs', '*.py')))[-1])
+    cfg = read_config(sorted(glob.glob(os.path.join(path, 'configs', '*.py')))[-1])
     models, abbrs, expected = table_inputs(cfg)
     run = Run(path=path, cfg=cfg, models=models, model_cfgs={model_abbr_from_cfg(m): m for m in cfg['models']},
               abbrs=abbrs, expected=expected, datasets={dataset_abbr_from_cfg(d): d for d in cfg['datasets']},
@@ -148,6 +147,37 @@ def load_run(work_dir: str) -> Run:
                                f'{os.path.join(path, "logs")}); finish it with `opencompass <config> -r '
                                + os.path.basename(path) + '` first')
     return run
+
+
+def read_config(path: str):
+    """A run's saved config (OpenCompass's dump of it), or a :class:`ReportInputError` that names the file, the line
+    and the cause: OpenCompass writes every top-level name of a run config into the dump, so a module imported at
+    the top (``import os``) is written as ``os=<module 'os' ...>``, which no Python reads back."""
+    from mmengine.config import Config
+    try:
+        cfg = Config.fromfile(path)
+    except Exception as e:  # noqa: BLE001 - any failure to read the dump is this one input error
+        raise ReportInputError(_unreadable_config(path, e)) from None
+    missing = [k for k in ('models', 'datasets') if k not in cfg]
+    if missing:
+        raise ReportInputError(f'{path}: the saved config has no {" or ".join(missing)}: it is not the config of an '
+                               'OpenCompass run (give the run directory that `opencompass <config>` made)')
+    return cfg
+
+
+def _unreadable_config(path: str, e: Exception) -> str:
+    line = getattr(e, 'lineno', None) if isinstance(e, SyntaxError) else None
+    text = (getattr(e, 'text', None) or '').strip() if line else ''
+    where = f'{path}:{line}' if line else path
+    module = re.match(r"^(\w+)\s*=\s*<module '", text)
+    if module:
+        return (f"{where}: the saved config does not parse: OpenCompass wrote the module {module.group(1)!r} into it "
+                f"({text[:60]}) because the run config imports it at the top (import {module.group(1)}); move "
+                'that import into a file the config reads with read_base() (docs/configs.md, "import os"), run again')
+    first = (str(e).splitlines() or [''])[0][:200]
+    return (f'{where}: the saved config does not parse ({type(e).__name__}: {first}'
+            + (f'; the line: {text[:80]}' if text else '') + '): give the run directory of a run whose config '
+            'OpenCompass could read back')
 
 
 # ---------------------------------------------------------------------------------------------- fingerprints
