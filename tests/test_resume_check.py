@@ -138,19 +138,43 @@ def test_reuse_of_an_empty_run_dir_asks_on_a_terminal(tmp_path, monkeypatch, cap
     assert resume_check.check_reuse(other, dry=False) == ''      # an earlier run's logs: something to resume
 
 
+def _human(text):
+    from opencompass.utils.prompt import PromptList
+    return PromptList([dict(section='round', pos='begin'), dict(role='HUMAN', prompt=text),
+                       dict(section='round', pos='end')])
+
+
 def test_mismatch_reasons():
-    current = [(['Question one'], 'a'), (['Question two'], 'b')]
+    meta = dict(round=[dict(role='HUMAN', api_role='HUMAN', begin='<s>', end='</s>'),
+                       dict(role='BOT', api_role='BOT', generate=True)])
+    current = [resume_check.Sample.of(_human('Question one'), 'a', meta),
+               resume_check.Sample.of(_human('Question two'), 'b', meta)]
     saved = {'0': {'origin_prompt': [{'role': 'HUMAN', 'prompt': '<s>Question one</s>'}], 'gold': 'a'}}
     assert resume_check.mismatch(saved, current, finished=False) == ''
-    assert 'hold 1 samples, the current dataset has 2' in resume_check.mismatch(saved, current, finished=True)
+    assert 'hold 1 sample, the current dataset has 2' in resume_check.mismatch(saved, current, finished=True)
     assert 'gold answer differs' in resume_check.mismatch({'0': dict(saved['0'], gold='z')}, current, False)
     assert 'prompt differs' in resume_check.mismatch({'0': dict(saved['0'], origin_prompt='Question two')},
                                                      current, False)
     assert 'index 7 is outside' in resume_check.mismatch({'0': saved['0'], '7': saved['0']}, current, False)
-    second = {'1': {'origin_prompt': 'Question two', 'gold': 'b'}}
+    second = {'1': {'origin_prompt': '<s>Question two</s>', 'gold': 'b'}}   # a model without a chat template
     assert 'not the first 1 (missing index 0)' in resume_check.mismatch(second, current, False)
     # an ordered run's tmp file: the first issued samples, each checked against its own index before the order
     assert resume_check.mismatch(second, current, False, order=[1, 0]) == ''
     assert 'not the first 1 issued (missing index 0)' in resume_check.mismatch(second, current, False, order=[0, 1])
     assert 'sample 1: the saved prompt differs' in resume_check.mismatch(
-        {'1': dict(second['1'], origin_prompt='Question one')}, current, False, order=[0, 1])
+        {'1': dict(second['1'], origin_prompt='<s>Question one</s>')}, current, False, order=[0, 1])
+
+
+def test_a_prompt_that_is_part_of_the_saved_one_is_another_prompt():
+    """Issue 41: use_instruction=False makes each prompt a part of the one with the instruction; the old check (every
+    current message found in the saved prompt) reused the saved predictions. Now the whole prompts are compared
+    (sha256), and the first differing sample is named with where it differs."""
+    with_instruction = resume_check.Sample.of(_human('Instruction.\nContext.\nQuestion?'), 'x')
+    without = [resume_check.Sample.of(_human('Context.\nQuestion?'), 'x')]
+    saved = {'0': {'origin_prompt': with_instruction.messages, 'gold': 'x'}}
+    reason = resume_check.mismatch(saved, without, finished=True)
+    assert reason.startswith("sample 0: the saved prompt differs from the current dataset's"), reason
+    assert "from character 0 of 32 saved / 19 now: saved 'Instruction.\\nContext.\\nQuestion', now 'Context." in reason, \
+        reason
+    assert resume_check.mismatch(saved, [with_instruction], finished=True) == ''
+    assert resume_check.prompt_digest(with_instruction.messages) != resume_check.prompt_digest(without[0].messages)

@@ -39,6 +39,7 @@ from opencompass_longctx.run import resume_check
 from opencompass_longctx import combinations
 from opencompass_longctx import plan as P
 from opencompass_longctx.errors import LongCtxError, in_opencompass
+from opencompass_longctx.weights import record_run_models
 class RunCheckError(LongCtxError, RuntimeError):
     """Problems found before any task started (missing data, models or tokenizers)."""
 
@@ -58,6 +59,7 @@ class LongCtxEvalPartitioner(NaivePartitioner):
             line = resume_check.check_reuse(cfg['work_dir'], dry_run())   # -r where nothing ran: ask or refuse
             if line:
                 print(line, flush=True)
+            record_run_models(cfg)      # what identifies each model's weights, while they are reachable
             return super().__call__(cfg)
 
     def partition(self, model_dataset_combinations: List[Dict], *args, **kwargs):
@@ -95,6 +97,7 @@ class LongCtxPartitioner(BasePartitioner):
         self.runners = {stage: (cfg.get(stage) or {}).get('runner') for stage in ('infer', 'eval')}
         with in_opencompass():     # in the opencompass command: a LongCtxError is one line and exit status 2
             self.reuse_line = resume_check.check_reuse(cfg['work_dir'], dry_run())   # -r where nothing ran
+            record_run_models(cfg)      # what identifies each model's weights, while they are reachable
             return super().__call__(cfg)
 
     def partition(self, model_dataset_combinations: List[Dict], work_dir: str, out_dir: str,

@@ -15,9 +15,11 @@ scoring), its result files and its predictions. Every (model, dataset) result ca
 * ``mode``: the dataset's ``eval_cfg`` from the config dump (the evaluator and its arguments, the evaluator's
   defaults filled in, so ``mode='official'`` and no mode compare equal), hashed.
 
-A model is one model by its identity (:mod:`.identity`: every setting of its config that decides its answers), not
-by its abbr: two runs with the same abbr and different identities are an error naming both runs and the fields
-that differ (``longctx-report --as RUN=NEWABBR`` shows one run's model under another name). A run is read by the
+A model is one model by its identity (:mod:`.identity`: every setting of its config that decides its answers, and
+its weights: the fingerprint its run recorded, else its full path), not by its abbr: two runs with the same abbr and
+different identities give two rows, each shown as ``<abbr> [<label>]`` (the shortest distinguishing part of their
+paths, e.g. ``final [exp1]`` and ``final [exp2]``; else a setting that differs), and a merge note names the runs and
+the fields that differ (``longctx-report --as RUN=NEWABBR`` names one run's model otherwise). A run is read by the
 models and datasets its config names, at the paths OpenCompass writes (``results/<model abbr>/<dataset abbr>.json``,
 nested when the abbr has a ``/``).
 
@@ -39,7 +41,9 @@ from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from opencompass_longctx.summarizers.failures import Failure, find_failures
-from opencompass_longctx.summarizers.identity import compare as compare_identities, init_defaults as _init_defaults, model_identity
+from opencompass_longctx.summarizers.identity import (compare as compare_identities, init_defaults as _init_defaults,
+                                                     labels, model_identity, moved)
+from opencompass_longctx.weights import read_recorded
 from opencompass_longctx.summarizers.table import INCOMPARABLE, ModelInfo, Results, checked_reader  # noqa: F401 (INCOMPARABLE: the mark)
 from opencompass_longctx.summarizers.rows import classify
 from opencompass_longctx.errors import LongCtxError
@@ -78,6 +82,7 @@ class Run:
     datasets: Dict[str, dict]
     results: Results = None
     disk: Dict[str, str] = field(default_factory=dict)   # {model abbr shown: the abbr its files are under}
+    recorded: Dict[str, dict] = field(default_factory=dict)   # {abbr on disk: its places and weights, as run}
     _fp: Dict[Tuple[str, str], Optional[Fingerprint]] = field(default_factory=dict)
 
     @property
@@ -96,6 +101,10 @@ class Run:
 
     def on_disk(self, model: str) -> str:
         return self.disk.get(model, model)
+
+    def identity(self, model: str) -> dict:
+        """The model's identity (:func:`.identity.model_identity`: its settings, its places as the run recorded them)."""
+        return model_identity(self.model_cfgs[model], self.recorded.get(self.on_disk(model)))
 
     def rename(self, old: str, new: str) -> None:
         """Show model ``old`` as ``new`` in every table and file (its files are still read under ``old``)."""
@@ -140,7 +149,7 @@ def load_run(work_dir: str) -> Run:
     models, abbrs, expected = table_inputs(cfg)
     run = Run(path=path, cfg=cfg, models=models, model_cfgs={model_abbr_from_cfg(m): m for m in cfg['models']},
               abbrs=abbrs, expected=expected, datasets={dataset_abbr_from_cfg(d): d for d in cfg['datasets']},
-              results=Results(path))
+              results=Results(path), recorded=read_recorded(path))
     if not any(os.path.isfile(run.results.path(m, a)) for m, a in expected):
         raise ReportInputError(f'{path}: the run has no results (no {os.path.join(path, "results", "<model>", "*.json")}'
                                f' for the models and datasets of its config): its evaluation has not run or failed (see '
@@ -292,6 +301,7 @@ class Merged:
     notes: List[str]
     marks: Dict[Tuple[str, str], str]       # (model, abbr) -> why its numbers are not comparable
     model_cfgs: List[dict] = field(default_factory=list)   # each model's config, from the newest run that has it
+    identities: List[dict] = field(default_factory=list)   # each model's identity, from the same run
 
 
 def _conflict(a: Run, b: Run, model: str, abbr: str, fa: Fingerprint, fb: Fingerprint) -> Optional[str]:
@@ -314,29 +324,40 @@ def _unreadable(run: Run, model: str, abbr: str) -> Optional[str]:
     return fp.problem if fp is not None else None
 
 
-def _check_identities(runs: Sequence[Run], notes: List[str]) -> None:
-    """Two runs whose same model abbr has different identities: an error naming both runs and the fields."""
-    first: Dict[str, Tuple[Run, dict]] = {}
-    clashes = []
+def _keep_apart(runs: Sequence[Run], notes: List[str]) -> None:
+    """Each model abbr that names different models in different runs (their identities differ: :mod:`.identity`)
+    becomes one row per model, shown as ``<abbr> [<label>]`` (:func:`.identity.labels`: the shortest distinguishing
+    part of their paths, else a setting), with a note of why they were kept apart. Runs of one model keep the abbr."""
+    seen: Dict[str, List[Tuple[dict, List[Run]]]] = {}
     for run in runs:
-        for abbr, cfg in run.model_cfgs.items():
-            ident = model_identity(cfg)
-            if abbr not in first:
-                first[abbr] = (run, ident)
-                continue
-            other, seen = first[abbr]
-            diff, unshared = compare_identities(seen, ident)
-            if diff:
-                clashes.append(f'{abbr!r} in {other.path} and in {run.path} differ in ' + '; '.join(diff[:8])
-                               + (f' (and {len(diff) - 8} more)' if len(diff) > 8 else ''))
-            elif unshared:
-                notes.append(f'{abbr}: the same model in {other.path} and {run.path}, compared on the settings both '
-                             f'configs have ({", ".join(unshared)} only in one of them: not compared)')
-    if clashes:
-        raise ReportInputError(
-            f'{len(clashes)} model abbr(s) name different models in different runs (the settings that decide the '
-            'answers differ, as `field: first run / second run`); merge runs of the same model, or show one run\'s '
-            'model under another name with `--as RUN=NEWABBR`:\n  ' + '\n  '.join(clashes))
+        for abbr in run.model_cfgs:
+            ident = run.identity(abbr)
+            classes = seen.setdefault(abbr, [])
+            for first, members in classes:
+                diff, unshared = compare_identities(first, ident)
+                if diff:
+                    continue
+                if unshared:
+                    notes.append(f'{abbr}: the same model in {members[0].path} and {run.path}, compared on the settings '
+                                 f'both configs have ({", ".join(unshared)} only in one of them: not compared)')
+                notes += [f'{abbr}: one model in {members[0].path} and {run.path}: {m}' for m in moved(first, ident)]
+                members.append(run)
+                break
+            else:
+                classes.append((ident, [run]))
+    for abbr, classes in seen.items():
+        if len(classes) < 2:
+            continue
+        shown = [f'{abbr} [{label}]' for label in labels([ident for ident, _ in classes])]
+        for (_, members), new in zip(classes, shown):
+            for run in members:
+                run.rename(abbr, new)
+        first = classes[0][0]
+        why = '; '.join(f'{new!r} from {", ".join(r.path for r in members)}' for (_, members), new in zip(classes, shown))
+        diffs = '; '.join(f'{shown[0]!r} / {new!r}: ' + ', '.join(compare_identities(first, ident)[0][:4])
+                          for (ident, _), new in zip(classes[1:], shown[1:]))
+        notes.append(f'{abbr!r} names {len(classes)} different models, kept apart as {why} (the settings or weights '
+                     f'that differ, as `field: first / second`: {diffs}); `--as RUN=NEWABBR` names them otherwise')
 
 
 def merge(paths: Sequence[str], renames: Sequence[Tuple[str, Optional[str], str]] = ()) -> Merged:
@@ -352,7 +373,7 @@ def merge(paths: Sequence[str], renames: Sequence[Tuple[str, Optional[str], str]
         seen[real] = p
         runs.append(run)
     _apply_renames(runs, renames, notes)
-    _check_identities(runs, notes)
+    _keep_apart(runs, notes)
     candidates: Dict[Tuple[str, str], List[Run]] = {}
     for run in runs:
         for pair in run.expected:
@@ -391,9 +412,10 @@ def merge(paths: Sequence[str], renames: Sequence[Tuple[str, Optional[str], str]
                       f'{", ".join(unchecked)})' if unchecked else ''))
     models: Dict[str, ModelInfo] = {}
     cfgs: Dict[str, dict] = {}
+    idents: Dict[str, dict] = {}
     for run in sorted(runs, key=lambda r: r.name):  # the newest run's model config last
         for m in run.models:
-            models[m.abbr], cfgs[m.abbr] = m, run.model_cfgs[m.abbr]
+            models[m.abbr], cfgs[m.abbr], idents[m.abbr] = m, run.model_cfgs[m.abbr], run.identity(m.abbr)
     order = list(dict.fromkeys(m.abbr for run in runs for m in run.models))
     abbrs = list(dict.fromkeys(a for run in runs for a in run.abbrs))
     expected = list(candidates)
@@ -407,7 +429,7 @@ def merge(paths: Sequence[str], renames: Sequence[Tuple[str, Optional[str], str]
             found = find_failures(run.path, mine, lambda m, a: checked(shown[m], a))
             failures += [replace(f, model=shown[f.model]) for f in found]
     return Merged(runs, [models[a] for a in order], abbrs, expected, results, failures, notes,
-                  column_marks(chosen, abbrs), [cfgs[a] for a in order])
+                  column_marks(chosen, abbrs), [cfgs[a] for a in order], [idents[a] for a in order])
 
 
 def _apply_renames(runs: Sequence[Run], renames: Sequence[Tuple[str, Optional[str], str]], notes: List[str]) -> None:
@@ -478,8 +500,7 @@ def build_merged(merged: Merged, ruler_threshold: float, nolima_ratio: float) ->
     mark_caveats(report, merged.model_cfgs)  # tiers a model ran beyond its engine's support (its run's config)
     report['runs'] = [r.path for r in merged.runs]
     report['merge_notes'] = list(merged.notes)
-    report['model_identities'] = {m.abbr: dict(model_identity(c), abbr=m.abbr)
-                                  for m, c in zip(merged.models, merged.model_cfgs)}
+    report['model_identities'] = {m.abbr: dict(ident, abbr=m.abbr) for m, ident in zip(merged.models, merged.identities)}
     report['fingerprints'] = {}
     for (model, abbr), run in merged.results.chosen.items():
         fp = run.fingerprint(model, abbr)
