@@ -96,6 +96,25 @@ def test_resume_under_other_prompts_redoes_what_changed(tmp_path):
     assert (res / 'babilong_qa3_0k.json').exists()
 
 
+def test_resume_without_the_instruction_redoes_every_dataset_naming_its_first_sample(tmp_path):
+    """Issue 41: `use_instruction=False` after a run with it. Each new prompt is a part of the old one, and the old
+    check (every current message found in the saved prompt) reused the saved predictions; the whole prompts are
+    compared now, so the dry run of `-r` restarts every dataset, each with its first differing sample."""
+    from opencompass_longctx.demo import babilong_data
+    babilong_data.write(str(tmp_path / 'babilong'), tiers=('0k',), tasks=['qa1', 'qa2', 'qa3', 'qa4'], samples=2)
+    env = {'LONGCTX_TEST_DATA': str(tmp_path / 'babilong'), 'LONGCTX_CACHE_DIR': str(tmp_path / 'cache')}
+    first = _opencompass(tmp_path, env)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    (run,) = glob.glob(str(tmp_path / 'out' / '*'))
+    dry = _opencompass(tmp_path, dict(env, LONGCTX_TEST_INSTRUCTION='0'), '-r', os.path.basename(run), '--dry-run')
+    assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
+    plan = json.loads(Path(run, 'plan', 'longctx_plan.json').read_text())
+    restarted = {r['dataset']: r['reason'] for r in plan['resume']['restarted']}
+    assert sorted(restarted) == [f'babilong_qa{i}_0k' for i in range(1, 5)], plan['resume']
+    assert all(r.startswith("sample 0: the saved prompt differs from the current dataset's (another prompt or "
+                            'config; from character ') for r in restarted.values()), restarted
+
+
 def _as_cli(monkeypatch, *argv):
     """The state check_reuse reads in the `opencompass` process: its CLI module loaded and its argv."""
     import opencompass.cli.main as cli
