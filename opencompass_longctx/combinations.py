@@ -42,7 +42,9 @@ def for_model(model: Dict, d: Dict) -> Tuple[Optional[Dict], str]:
         try:
             above = parse_tier(d['tier']).sort_key > parse_tier(max_tier).sort_key
         except ValueError as e:
-            raise SelectionError(f"{_abbr(model, 'model')}: max_tier {max_tier!r}: {e}") from None
+            error = SelectionError(f"{_abbr(model, 'model')}: max_tier {max_tier!r}: {e}")
+            error.value = max_tier if isinstance(max_tier, str) else None
+            raise error from None
         if above:
             return None, f'above max_tier {max_tier}'
     if d.get('tokenizer') == MODEL_TOKENIZER:

@@ -145,8 +145,8 @@ def dataset_tier(value, unit: int = 1000) -> Tier:
     tier = canonical_tier(value, unit)
     if isinstance(value, str) and value != tier.name:
         raise TierError(f"tier {value!r} is not written as its canonical name: write {tier.name!r} (TIER = "
-                        f"'{tier.name}'): a length has one name, {CANONICAL_RULE}, and it also ends the dataset's "
-                        'abbr and its prediction and result file names', value)
+                        f"'{tier.name}': one name per length, docs/benchmarks.md#tiers; it also ends the dataset's "
+                        'abbr and file names)', value)
     return tier
 
 

@@ -39,6 +39,7 @@ from opencompass_longctx.run import resume_check
 from opencompass_longctx import combinations
 from opencompass_longctx import plan as P
 from opencompass_longctx.errors import LongCtxError, in_opencompass
+from opencompass_longctx.util import counted, plural
 from opencompass_longctx.weights import record_run_models
 class RunCheckError(LongCtxError, RuntimeError):
     """Problems found before any task started (missing data, models or tokenizers)."""
@@ -113,6 +114,7 @@ class LongCtxPartitioner(BasePartitioner):
                            self.headroom, redo=[(s.model, s.dataset) for s in stale])
         models = [m for c in model_dataset_combinations for m in c['models']]
         datasets = [d for c in model_dataset_combinations for d in c['datasets']]
+        datasets_of = {d.get('abbr') for d in datasets}
         requests = cluster.requests(plan, self.runners.get('infer'))
         slurm_problems, slurm_notes = cluster.problems(self.runners, requests)
         problems = P.engine_problems(plan) + P.check_run(models, datasets) + slurm_problems
@@ -126,8 +128,12 @@ class LongCtxPartitioner(BasePartitioner):
         paths = P.write(summary, plan, os.path.join(work_dir, 'plan'), markdown)
         print('\n' + markdown + f"\nPlan written to {paths['md']} and {paths['json']}\n", flush=True)
         if problems and self.on_problem == 'error' and not dry_run():
+            first = problems[0]
+            where = counted(first['where'], 'dataset' if all(w in datasets_of for w in first['where']) else 'item')
+            more = f' (and {plural(len(problems) - 1, "more problem")})' if len(problems) > 1 else ''
             raise RunCheckError(
-                f'{len(problems)} problem(s) found before any task started (listed above and in {paths["md"]}); '
-                'fix them, or set on_problem=\'warn\' in the LongCtxPartitioner config to run anyway.')
+                f'{len(problems)} problem(s) found before any task started: {where}: {first["problem"]}{more}; the '
+                f'plan lists them ({paths["md"]}): fix them, or set on_problem=\'warn\' in the LongCtxPartitioner '
+                'config to run anyway.')
         return [Config({'models': [t.model_cfg], 'datasets': [t.dataset_cfgs], 'work_dir': work_dir, **add_cfg})
                 for t in plan['tasks']]
