@@ -75,16 +75,16 @@ def error_line(command: str, e: LongCtxError, config: Optional[str] = None, kind
     return f'{command}: error: {config_line(config, e.value)}{what}'
 
 
-def opencompass_config() -> Optional[str]:
-    """The config file of the running ``opencompass`` command (read with its own parser), or None elsewhere (a task
-    subprocess, a test)."""
+def opencompass_args():
+    """The arguments of the running ``opencompass`` command, read with its own parser (None elsewhere: a task
+    subprocess, a test, or arguments it would refuse)."""
     cli = sys.modules.get('opencompass.cli.main')
     if cli is None:
         return None
     try:
         with contextlib.redirect_stderr(io.StringIO()):
-            return cli.parse_args().config
-    except (SystemExit, AttributeError):
+            return cli.parse_args()
+    except SystemExit:
         return None
 
 
@@ -93,4 +93,4 @@ def in_opencompass(command: str = 'opencompass'):
     there its errors are one line and exit 2; anywhere else (a task subprocess, a test) they are raised as usual."""
     if sys.modules.get('opencompass.cli.main') is None:
         return contextlib.nullcontext()
-    return stop_on_error(command, opencompass_config(), kind=True)
+    return stop_on_error(command, getattr(opencompass_args(), 'config', None), kind=True)

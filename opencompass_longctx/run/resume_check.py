@@ -18,16 +18,14 @@ Nothing to resume. ``-r`` in a directory no run has used (a mistyped ``-w`` or t
 "No previous results to reuse!" and start the whole run. :func:`check_reuse` stops it with one line that names the
 directory: it asks on a terminal, and otherwise refuses unless ``LONGCTX_START_FRESH=1``.
 """
-import contextlib
 import dataclasses
 import hashlib
-import io
 import json
 import os
 import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
-from opencompass_longctx.errors import LongCtxError
+from opencompass_longctx.errors import LongCtxError, opencompass_args
 from opencompass_longctx.util import plural
 
 START_FRESH_ENV = 'LONGCTX_START_FRESH'
@@ -257,14 +255,7 @@ def set_aside(stale: Sequence[Stale], logger=None) -> None:
 
 def reuse_requested() -> Optional[str]:
     """The ``-r/--reuse`` value of the running ``opencompass`` command (read with its own parser), or None."""
-    cli = sys.modules.get('opencompass.cli.main')
-    if cli is None:
-        return None
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):
-            return cli.parse_args().reuse
-    except SystemExit:
-        return None
+    return getattr(opencompass_args(), 'reuse', None)
 
 
 def nothing_to_resume(work_dir: str) -> bool:
