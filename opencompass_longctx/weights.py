@@ -62,7 +62,10 @@ def record_models(work_dir: str, models: Sequence[Tuple[str, Dict]]) -> Optional
     """Add to ``<work_dir>/longctx_models.json`` each model (``(abbr, config)``) it does not hold yet: for each place
     the path as given, its full resolved path and the weights' fingerprint (None where the place is no local
     directory, e.g. a hub id). The first record of a model is kept (a resumed run does not rewrite it). Returns the
-    file, or None when nothing could be written (a record is never worth stopping a run for)."""
+    file, or None when there is no such directory or nothing could be written (a record is never worth stopping a
+    run for)."""
+    if not os.path.isdir(work_dir):      # (OpenCompass makes the run's directory first: a call without one records nothing)
+        return None
     path = os.path.join(work_dir, MODELS_FILE)
     known = read_recorded(work_dir)
     added = False
