@@ -180,3 +180,14 @@ def test_debug_shows_the_traceback(tmp_path):
     report = subprocess.run([sys.executable, '-m', 'opencompass_longctx.report', str(tmp_path), '--debug'],
                             capture_output=True, text=True, timeout=600)
     assert report.returncode == 1 and 'Traceback' in report.stderr and 'ReportInputError' in report.stderr
+
+
+def test_the_one_line_error_is_read_as_the_runs_exception():
+    """The GPU check and the failure report read why `opencompass` stopped from its log: the one line counts as the
+    exception when it comes after any traceback."""
+    from opencompass_longctx.summarizers.failures import last_exception
+    log = ('Traceback (most recent call last):\n  File "x.py", line 1\nValueError: an earlier one\n'
+           "12/04 21:16:36 - OpenCompass - INFO - Current exp folder: out/x\n"
+           "opencompass: error: cfg.py:8: TierError: tier '0.1k' is 102.4 tokens\n")
+    assert last_exception(log) == "cfg.py:8: TierError: tier '0.1k' is 102.4 tokens"
+    assert last_exception(log + 'Traceback (most recent call last):\n  File "y"\nKeyError: 1\n') == 'KeyError: 1'
