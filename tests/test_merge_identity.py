@@ -40,8 +40,9 @@ def _as_model(rows, name):
 
 def test_a_reused_abbr_for_another_model_is_kept_apart_naming_both_runs_and_fields(report_runs, tmp_path):
     """The rule reader's run relabelled 'tiny-chat' (another type and path under the tiny model's abbr): the old
-    merge mixed both into one row; now two rows, each named by what tells it apart (the class: neither has a path
-    the other lacks), and a note says why; `--as RUN=NEWABBR` names one otherwise."""
+    merge mixed both into one row; now two rows, each named by what tells it apart (the shortest distinguishing part
+    of their paths: the tiny model's directory, the rule reader's default path), and a note says why; `--as
+    RUN=NEWABBR` names one otherwise."""
     fake = _copy(report_runs['rule'], tmp_path / 'fake')
     for kind in ('results', 'predictions'):
         os.rename(fake / kind / 'rule-reader', fake / kind / 'tiny-chat')
@@ -49,16 +50,17 @@ def test_a_reused_abbr_for_another_model_is_kept_apart_naming_both_runs_and_fiel
     proc = report_cli(report_runs['tiny'], fake, '-o', tmp_path / 'm', '--no-html', '--no-plots', cwd=tmp_path)
     assert proc.returncode == 0 and 'Traceback' not in proc.stderr, proc.stderr[-3000:]
     rows = read_csv(tmp_path / 'm' / 'longctx_report.csv')
-    assert [r for r in rows if r['model'] == 'tiny-chat [TinyChatModel]'] == \
-        _as_model(own_table(report_runs['tiny']), 'tiny-chat [TinyChatModel]')
-    assert [r for r in rows if r['model'] == 'tiny-chat [BabiRuleReader]'] == \
-        _as_model(own_table(report_runs['rule']), 'tiny-chat [BabiRuleReader]')
+    assert [r for r in rows if r['model'] == 'tiny-chat [tiny-chat]'] == \
+        _as_model(own_table(report_runs['tiny']), 'tiny-chat [tiny-chat]')
+    assert [r for r in rows if r['model'] == 'tiny-chat [rule-reader]'] == \
+        _as_model(own_table(report_runs['rule']), 'tiny-chat [rule-reader]')
     notes = json.load(open(tmp_path / 'm' / 'longctx_report.json', encoding='utf-8'))['merge_notes']
     (note,) = [n for n in notes if 'different models' in n]
-    assert note.startswith("'tiny-chat' names 2 different models, kept apart as 'tiny-chat [TinyChatModel]' from "
-                           f"{report_runs['tiny']}; 'tiny-chat [BabiRuleReader]' from {fake}"), note
+    assert note.startswith("'tiny-chat' names 2 different models, kept apart as 'tiny-chat [tiny-chat]' from "
+                           f"{report_runs['tiny']}; 'tiny-chat [rule-reader]' from {fake}"), note
     assert 'type: "opencompass_longctx.demo.tiny_chat.TinyChatModel" / ' \
            '"opencompass_longctx.demo.rule_reader.BabiRuleReader"' in note and '--as RUN=NEWABBR' in note
+    assert '/ "rule-reader"' in note      # the places first: the tiny model's directory / the rule reader's name
     assert 'max_seq_len: 16384 / 2000000' in note
 
     out = tmp_path / 'renamed'

@@ -354,10 +354,14 @@ def _keep_apart(runs: Sequence[Run], notes: List[str]) -> None:
                 run.rename(abbr, new)
         first = classes[0][0]
         why = '; '.join(f'{new!r} from {", ".join(r.path for r in members)}' for (_, members), new in zip(classes, shown))
-        diffs = '; '.join(f'{shown[0]!r} / {new!r}: ' + ', '.join(compare_identities(first, ident)[0][:4])
+        diffs = '; '.join(f'{shown[0]!r} / {new!r}: ' + _listed(compare_identities(first, ident)[0])
                           for (ident, _), new in zip(classes[1:], shown[1:]))
         notes.append(f'{abbr!r} names {len(classes)} different models, kept apart as {why} (the settings or weights '
                      f'that differ, as `field: first / second`: {diffs}); `--as RUN=NEWABBR` names them otherwise')
+
+
+def _listed(texts: Sequence[str], most: int = 8) -> str:
+    return ', '.join(texts[:most]) + (f' (and {len(texts) - most} more)' if len(texts) > most else '')
 
 
 def merge(paths: Sequence[str], renames: Sequence[Tuple[str, Optional[str], str]] = ()) -> Merged:
