@@ -107,3 +107,13 @@ def test_a_bar_in_a_model_abbr_does_not_shift_the_columns(tmp_path):
     cells = lambda line: len(line.replace('\\|', '').split('|'))    # noqa: E731 (cells between unescaped bars)
     assert cells(row) == cells(head) == cells(rule) and row.startswith('| org\\|model | babilong | qa1-qa5 |')
     assert md_cell('a|b\\c\nd') == 'a\\|b\\\\c d'
+
+
+def test_every_tier_a_spec_names_is_its_lengths_one_name():
+    """The base tiers (and a summary group's first tier) are compared with the table's tier names: each must be the
+    name the table reads for its length in its benchmark's unit."""
+    from opencompass_longctx.spec import summary_tables
+    from opencompass_longctx.tiers import canonical_tier
+    for bench in summary_tables():
+        for tier in bench.base_tiers + ((bench.task_mean_from,) if bench.task_mean_from else ()):
+            assert canonical_tier(tier, bench.tier_unit).name == tier, (bench.name, tier)
