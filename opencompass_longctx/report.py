@@ -44,26 +44,22 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f'{self.prog}: error: {message} (longctx-report --help lists the options)\n')
 
 
-def _number(text: str, what: str, low: float, high: float, low_open: bool, hint: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
+def _number(value: float, what: str, low: float, high: float, low_open: bool, hint: str) -> float:
     inside = math.isfinite(value) and (low < value if low_open else low <= value) and value <= high
     if not inside:
-        raise argparse.ArgumentTypeError(f'{text!r} is not {what} in {"(" if low_open else "["}{low:g}, {high:g}]'
-                                         f' ({hint})')
+        raise argparse.ArgumentTypeError(f"'{value:g}' is not {what} in {'(' if low_open else '['}{low:g}, "
+                                         f'{high:g}] ({hint})')
     return value
 
 
-def ratio(text: str) -> float:
+def ratio(value: float) -> float:
     """``--nolima-ratio``: a fraction of the base score in (0, 1]; NaN, 0 and 85 are refused."""
-    return _number(text, 'a ratio', 0, 1, True, 'a fraction of the base score: 0.85 for 85%')
+    return _number(value, 'a ratio', 0, 1, True, 'a fraction of the base score: 0.85 for 85%')
 
 
-def threshold(text: str) -> float:
+def threshold(value: float) -> float:
     """``--ruler-threshold``: a score in [0, 100]; NaN and 150 are refused."""
-    return _number(text, 'a score', 0, 100, False, 'an accuracy in %, e.g. 85')
+    return _number(value, 'a score', 0, 100, False, 'an accuracy in %, e.g. 85')
 
 
 def _args(argv):
@@ -77,12 +73,8 @@ def _args(argv):
     ap.add_argument('--compare', nargs=2, metavar=('A', 'B'), help='compare these two models only (A - B)')
     ap.add_argument('--rank-by', choices=('ruler', 'nolima'), default='ruler',
                     help='the effective length the ranking orders by (then the mean)')
-    ap.add_argument('--ruler-threshold', type=threshold, default=RULER_THRESHOLD,
-                    help=f'the fixed score in [0, 100] of RULER\'s effective length (default {RULER_THRESHOLD:g})')
-    ap.add_argument('--nolima-ratio', type=ratio, default=NOLIMA_RATIO,
-                    help=f'the share in (0, 1] of the base score of NoLiMa\'s effective length (default {NOLIMA_RATIO:g})')
-    ap.add_argument('--debug', action='store_true',
-                    help=f'show the traceback of an error instead of its one line (also {DEBUG_ENV}=1)')
+    ap.add_argument('--ruler-threshold', type=float, default=RULER_THRESHOLD)
+    ap.add_argument('--nolima-ratio', type=float, default=NOLIMA_RATIO)
     ap.add_argument('--no-plots', action='store_true')
     ap.add_argument('--no-html', action='store_true')
     ap.add_argument('--screenshot', action='store_true', help='also write longctx_leaderboard.png (needs chromium)')
@@ -90,7 +82,16 @@ def _args(argv):
                     help='exit with status 1 when a dataset of the runs failed or has no usable result')
     ap.add_argument('--allow-unplaced', action='store_true', default=None,
                     help='exit 0 (with the warning) when datasets of the runs cannot be placed in the tier table')
-    return ap.parse_args(argv)
+    ap.add_argument('--debug', action='store_true',
+                    help=f'show the traceback of an error instead of its one line (also {DEBUG_ENV}=1)')
+    args = ap.parse_args(argv)
+    for flag, value, check in (('--ruler-threshold', args.ruler_threshold, threshold),
+                               ('--nolima-ratio', args.nolima_ratio, ratio)):
+        try:
+            check(value)
+        except argparse.ArgumentTypeError as e:
+            ap.error(f'argument {flag}: {e}')
+    return args
 
 
 def _write(path: str, text: str) -> str:
