@@ -22,8 +22,9 @@ import copy
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from opencompass_longctx.spec import spec_of
-from opencompass_longctx.tiers import parse_tier
+from opencompass_longctx.tiers import TierError, parse_tier
 from opencompass_longctx.errors import LongCtxError
+from opencompass_longctx.util import counted
 MODEL_TOKENIZER = 'model'
 RUN_OPTIONS = ('max_tier', 'thinks', 'declared_geometry')   # model-config keys read by the harness, not the model class
 
@@ -50,7 +51,9 @@ def for_model_noted(model: Dict, d: Dict) -> Tuple[Optional[Dict], str, str]:
         try:
             above = parse_tier(d['tier']).sort_key > parse_tier(max_tier).sort_key
         except ValueError as e:
-            raise SelectionError(f"{_abbr(model, 'model')}: max_tier {max_tier!r}: {e}") from None
+            error = SelectionError(f"{_abbr(model, 'model')}: max_tier {max_tier!r}: {e}")
+            error.value = max_tier if isinstance(max_tier, str) else None
+            raise error from None
         if above:
             return None, f'above max_tier {max_tier}', ''
     if d.get('tokenizer') == MODEL_TOKENIZER:
@@ -78,12 +81,16 @@ def combinations_of(cfg) -> List[Dict]:
 def expand(combinations: Sequence[Dict]) -> Tuple[List[Dict], List[Dict]]:
     """One combination per model with the datasets it gets, and the pairs left out or changed for the model:
     ``{'model', 'dataset', 'reason'}``, with ``kept=True`` for a dataset built to fit the model's window."""
-    out, left = [], []
+    out, left, bad = [], [], {}
     for comb in combinations:
         for model in comb['models']:
             kept = []
             for d in comb['datasets']:
-                got, why, note = for_model_noted(model, d)
+                try:
+                    got, why, note = for_model_noted(model, d)
+                except TierError as e:    # a tier that is no tier of its benchmark: said once for all its datasets
+                    bad.setdefault((str(e), e.value), []).append(_abbr(d, 'dataset'))
+                    continue
                 if got is None:
                     left.append({'model': _abbr(model, 'model'), 'dataset': _abbr(d, 'dataset'), 'reason': why})
                 else:
@@ -92,7 +99,12 @@ def expand(combinations: Sequence[Dict]) -> Tuple[List[Dict], List[Dict]]:
                         left.append({'model': _abbr(model, 'model'), 'dataset': _abbr(d, 'dataset'),
                                      'reason': note, 'kept': True})
             out.append({'models': [model], 'datasets': kept})
+    if bad:
+        (message, value), names = next(iter(bad.items()))
+        names = list(dict.fromkeys(names))
+        raise TierError(f'{counted(names, "dataset")}: {message}', value)
     return out, left
+
 
 
 def without_run_options(model: Dict) -> Dict:

@@ -14,7 +14,9 @@ for several): ``longctx_report.{md,csv,json}`` and plots (the tier table), ``lon
 (paired differences and the ranking, for two models or more: every pair, or ``--compare A B``) and
 ``longctx_leaderboard.html`` (one self-contained page; ``--screenshot``: a PNG of it, with Debian's chromium).
 With ``--fail-on-missing`` (or ``LONGCTX_FAIL_ON_MISSING=1``) the exit status is 1 when a dataset failed or has no
-usable result; bad input (no run, no results, runs whose data differ, an unknown model) exits 2 with the reason.
+usable result; bad input (no run, no results, a saved config that does not parse, runs whose data differ, an unknown
+model, an option out of its range: ``--nolima-ratio`` in (0, 1], ``--ruler-threshold`` in [0, 100], never NaN) exits
+2 with one line that says what is wrong and what to give (the traceback with ``--debug`` or ``LONGCTX_DEBUG=1``).
 A dataset of the runs' own benchmarks that no cell of the tier table reads (:mod:`.summarizers.placement`: a
 user-made abbr, a task in no row, ...) is listed (markdown and JSON: ``unplaced``); when it has results the exit
 status is 1 naming it, unless ``--allow-unplaced``, ``LONGCTX_ALLOW_UNPLACED=1`` or the run's own summarizer option
@@ -22,9 +24,12 @@ status is 1 naming it, unless ``--allow-unplaced``, ``LONGCTX_ALLOW_UNPLACED=1``
 """
 import argparse
 import itertools
+import math
 import os
 import sys
 from dataclasses import asdict
+
+from opencompass_longctx.errors import DEBUG_ENV, LongCtxError, debug_enabled, error_line
 
 from opencompass_longctx.summarizers.metrics import NOLIMA_RATIO, RULER_THRESHOLD
 from opencompass_longctx.summarizers.merge import ReportInputError, find_run  # noqa: F401 (find_run: part of this module's API)
@@ -32,8 +37,33 @@ from opencompass_longctx.summarizers.merge import ReportInputError, find_run  # 
 DEFAULT_MERGED_DIR = os.path.join('outputs', 'longctx_leaderboard')
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose errors are one line (``longctx-report: error: ...``, exit 2) without the long usage."""
+
+    def error(self, message):
+        self.exit(2, f'{self.prog}: error: {message} (longctx-report --help lists the options)\n')
+
+
+def _number(value: float, what: str, low: float, high: float, low_open: bool, hint: str) -> float:
+    inside = math.isfinite(value) and (low < value if low_open else low <= value) and value <= high
+    if not inside:
+        raise argparse.ArgumentTypeError(f"'{value:g}' is not {what} in {'(' if low_open else '['}{low:g}, "
+                                         f'{high:g}] ({hint})')
+    return value
+
+
+def ratio(value: float) -> float:
+    """``--nolima-ratio``: a fraction of the base score in (0, 1]; NaN, 0 and 85 are refused."""
+    return _number(value, 'a ratio', 0, 1, True, 'a fraction of the base score: 0.85 for 85%')
+
+
+def threshold(value: float) -> float:
+    """``--ruler-threshold``: a score in [0, 100]; NaN and 150 are refused."""
+    return _number(value, 'a score', 0, 100, False, 'an accuracy in %, e.g. 85')
+
+
 def _args(argv):
-    ap = argparse.ArgumentParser(prog='longctx-report', description=__doc__.splitlines()[0])
+    ap = _Parser(prog='longctx-report', description=__doc__.splitlines()[0])
     ap.add_argument('work_dirs', nargs='+', metavar='RUN_DIR')
     ap.add_argument('-o', '--output', help='output directory (default: <run>/summary for one run, '
                     f'{DEFAULT_MERGED_DIR} for several)')
@@ -53,7 +83,16 @@ def _args(argv):
                     help='exit with status 1 when a dataset of the runs failed or has no usable result')
     ap.add_argument('--allow-unplaced', action='store_true', default=None,
                     help='exit 0 (with the warning) when datasets of the runs cannot be placed in the tier table')
-    return ap.parse_args(argv)
+    ap.add_argument('--debug', action='store_true',
+                    help=f'show the traceback of an error instead of its one line (also {DEBUG_ENV}=1)')
+    args = ap.parse_args(argv)
+    for flag, value, check in (('--ruler-threshold', args.ruler_threshold, threshold),
+                               ('--nolima-ratio', args.nolima_ratio, ratio)):
+        try:
+            check(value)
+        except argparse.ArgumentTypeError as e:
+            ap.error(f'argument {flag}: {e}')
+    return args
 
 
 def _write(path: str, text: str) -> str:
@@ -153,8 +192,10 @@ def main(argv=None):
     from opencompass_longctx.summarizers.placement import allow_unplaced_enabled, exit_message, stopping
     try:
         done = run_report(args)
-    except ReportInputError as e:
-        print(f'longctx-report: error: {e}', file=sys.stderr)
+    except LongCtxError as e:   # bad input: one line, exit 2 (the traceback with --debug or LONGCTX_DEBUG=1)
+        if args.debug or debug_enabled([]):
+            raise
+        print(error_line('longctx-report', e), file=sys.stderr)
         return 2
     report = done['report']
     stops = []

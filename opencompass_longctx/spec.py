@@ -34,7 +34,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from opencompass_longctx.cache import read_build_record
 from opencompass_longctx.reasoning import own_budget
-from opencompass_longctx.tiers import Tier, TierError, parse_tier
+from opencompass_longctx.tiers import Tier, TierError, canonical_tier
 # ---------------------------------------------------------------------------------------------- summary tables
 TASK = '@task'           # in Bench.cluster_keys: the dataset's task
 POSITION = '@position'   # in Bench.cluster_keys: the sample's place in its dataset
@@ -102,11 +102,13 @@ class Bench:
         return '\x1f'.join(parts)
 
     def match(self, abbr: str) -> Optional[Tuple[str, str]]:
+        """(task, tier) of a dataset abbr of this table, the tier as its length's one name (:func:`canonical_tier`);
+        None when the abbr is not one of this table's or its tier part is not a tier of this benchmark."""
         m = re.match(self.pattern, abbr)
         if not m:
             return None
-        try:
-            tier = parse_tier(m.group('tier')).name
+        try:   # the length's one name in this benchmark's unit: '0' and '0k', '1000k' and '1m' are one column
+            tier = canonical_tier(m.group('tier'), self.tier_unit).name
         except TierError:
             return None
         return m.group('task'), tier
@@ -185,9 +187,10 @@ class BenchmarkSpec:
     prompt_columns: Tuple[str, ...] = ('prompt',)
 
     def tier(self, d: Dict) -> Tier:
+        """A dataset config's tier as its length's one name in this benchmark's unit."""
         if 'tier' not in d:
             raise TierError(f"{d.get('abbr', 'a dataset')}: the dataset config has no tier")
-        return parse_tier(d['tier'])
+        return canonical_tier(d['tier'], self.tier_unit)
 
     def size(self, d: Dict) -> DatasetSize:
         """Exact from the build record of an earlier load with the same arguments, else the tier arithmetic."""

@@ -60,3 +60,14 @@ def type_name(obj) -> str:
     t = obj.get('type', '') if isinstance(obj, dict) else obj
     name = getattr(t, '__name__', None) or str(t)
     return name.rsplit('.', 1)[-1].strip("'>")
+
+
+def plural(n: int, noun: str) -> str:
+    """'1 cluster', '2 clusters', '0 clusters': a count and its noun, in the right number."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def counted(names, noun: str, shown: int = 3) -> str:
+    """'1 dataset (a)', '14 datasets (a, b, c, ...)': a count in the right number and the first names."""
+    names = list(names)
+    return f"{plural(len(names), noun)} ({', '.join(names[:shown])}{', ...' if len(names) > shown else ''})"

@@ -361,7 +361,7 @@ def test_a_failing_engine_is_reported_with_its_log_tail_and_named_in_the_verdict
 
 
 def test_opencompass_stopping_before_its_tasks_is_the_reason_given(tmp_path, tiny_model_dir, demo_babilong):
-    """The plan finds that no engine fits a 2 MiB GPU: OpenCompass stops (exit 1) before any task, and the verdict
+    """The plan finds that no engine fits a 2 MiB GPU: OpenCompass stops (exit 2) before any task, and the verdict
     gives its exception, not the tasks that never started."""
     pytest.importorskip('lmdeploy')
     config = tmp_path / 'work' / 'eval_failing.py'
@@ -370,10 +370,10 @@ def test_opencompass_stopping_before_its_tasks_is_the_reason_given(tmp_path, tin
     report = R.Report(str(tmp_path / 'out'), 'longctx-gpu-check')
     entry = report.stage('opencompass-pytorch', stages.stage_opencompass, str(config),
                          str(tmp_path / 'work' / 'runs-pytorch'), dict(os.environ))
-    assert entry['rc'] == 1 and entry['status'] == 'failed'
+    assert entry['rc'] == 2 and entry['status'] == 'failed'
     assert 'RunCheckError: 2 problem(s) found before any task started' in entry['opencompass_error']
     line = report.finish()
-    assert 'FAILS: PyTorch engine through OpenCompass (opencompass exited with 1: ' in line
+    assert 'FAILS: PyTorch engine through OpenCompass (opencompass exited with 2: ' in line
     assert 'RunCheckError: 2 problem(s) found before any task started' in line
 
 

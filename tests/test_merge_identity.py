@@ -38,22 +38,30 @@ def _as_model(rows, name):
     return [dict(r, model=name) for r in rows]
 
 
-def test_a_reused_abbr_for_another_model_is_an_error_naming_both_runs_and_fields(report_runs, tmp_path):
+def test_a_reused_abbr_for_another_model_is_kept_apart_naming_both_runs_and_fields(report_runs, tmp_path):
     """The rule reader's run relabelled 'tiny-chat' (another type and path under the tiny model's abbr): the old
-    merge mixed both into one row; now an error, and `--as RUN=NEWABBR` keeps both rows apart."""
+    merge mixed both into one row; now two rows, each named by what tells it apart (the shortest distinguishing part
+    of their paths: the tiny model's directory, the rule reader's default path), and a note says why; `--as
+    RUN=NEWABBR` names one otherwise."""
     fake = _copy(report_runs['rule'], tmp_path / 'fake')
     for kind in ('results', 'predictions'):
         os.rename(fake / kind / 'rule-reader', fake / kind / 'tiny-chat')
     _edit_dump(fake, "abbr='rule-reader'", "abbr='tiny-chat'")
-    proc = report_cli(report_runs['tiny'], fake, '-o', tmp_path / 'm', cwd=tmp_path)
-    assert proc.returncode == 2 and 'Traceback' not in proc.stderr, proc.stderr[-3000:]
-    err = proc.stderr
-    assert "model abbr(s) name different models in different runs" in err, err
-    assert f"'tiny-chat' in {report_runs['tiny']} and in {fake} differ in " in err, err
+    proc = report_cli(report_runs['tiny'], fake, '-o', tmp_path / 'm', '--no-html', '--no-plots', cwd=tmp_path)
+    assert proc.returncode == 0 and 'Traceback' not in proc.stderr, proc.stderr[-3000:]
+    rows = read_csv(tmp_path / 'm' / 'longctx_report.csv')
+    assert [r for r in rows if r['model'] == 'tiny-chat [tiny-chat]'] == \
+        _as_model(own_table(report_runs['tiny']), 'tiny-chat [tiny-chat]')
+    assert [r for r in rows if r['model'] == 'tiny-chat [rule-reader]'] == \
+        _as_model(own_table(report_runs['rule']), 'tiny-chat [rule-reader]')
+    notes = json.load(open(tmp_path / 'm' / 'longctx_report.json', encoding='utf-8'))['merge_notes']
+    (note,) = [n for n in notes if 'different models' in n]
+    assert note.startswith("'tiny-chat' names 2 different models, kept apart as 'tiny-chat [tiny-chat]' from "
+                           f"{report_runs['tiny']}; 'tiny-chat [rule-reader]' from {fake}"), note
     assert 'type: "opencompass_longctx.demo.tiny_chat.TinyChatModel" / ' \
-           '"opencompass_longctx.demo.rule_reader.BabiRuleReader"' in err
-    assert 'max_seq_len: 16384 / 2000000' in err and '--as RUN=NEWABBR' in err
-    assert not os.path.exists(tmp_path / 'm')
+           '"opencompass_longctx.demo.rule_reader.BabiRuleReader"' in note and '--as RUN=NEWABBR' in note
+    assert '/ "rule-reader"' in note      # the places first: the tiny model's directory / the rule reader's name
+    assert 'max_seq_len: 16384 / 2000000' in note
 
     out = tmp_path / 'renamed'
     proc = report(report_runs['tiny'], fake, '--as', f'{fake}=rule-again', '-o', out, '--no-html', '--no-plots')
@@ -77,9 +85,14 @@ def test_other_generation_settings_are_another_model_batch_size_is_not(report_ru
     sampled = _copy(report_runs['tiny'], tmp_path / 'sampled')
     _edit_dump(sampled, 'generation_kwargs=dict(\n            do_sample=False)', 'generation_kwargs=dict(do_sample=True, top_p=0.9)')
     proc = report(report_runs['tiny'], sampled, '-o', tmp_path / 'm', '--no-html', '--no-plots')
-    assert proc.returncode == 2, proc.stderr[-3000:]
-    assert 'generation_kwargs.do_sample: false / true; generation_kwargs.top_p: "<absent>" / 0.9' in proc.stderr
-    assert 'type:' not in proc.stderr   # only the fields that differ
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.load(open(tmp_path / 'm' / 'longctx_report.json', encoding='utf-8'))
+    shown = ['tiny-chat [generation_kwargs={"do_sample": false}]',
+             'tiny-chat [generation_kwargs={"do_sample": true, "top_p": 0.9}]']
+    assert list(data['model_identities']) == shown        # the same path: the setting that differs names them
+    (note,) = [n for n in data['merge_notes'] if 'different models' in n]
+    assert 'generation_kwargs.do_sample: false / true, generation_kwargs.top_p: "<absent>" / 0.9' in note, note
+    assert 'type:' not in note   # only the fields that differ
 
     bigger = _copy(report_runs['tiny'], tmp_path / 'bigger')
     _edit_dump(bigger, 'batch_size=1,', 'batch_size=16,')

@@ -87,7 +87,19 @@ def test_a_dataset_tier_is_written_as_its_canonical_name(written):
                         (LongBioDataset.load, dict(cell='standard', num_samples=1)), (NoLiMaDataset.load, {})):
         with pytest.raises(TierError, match="write '4k'"):
             load(tier=written, **extra)
-    assert dataset_tier('4k').name == '4k' and dataset_tier('0.5k').name == '0.5k'
+    assert dataset_tier('4k').name == '4k' and dataset_tier('500').name == '500'
+
+
+@pytest.mark.parametrize('written,unit,name', [('0', 1000, '0k'), ('0K', 1000, '0k'), ('1000k', 1000, '1m'),
+                                               ('0.5k', 1000, '500'), ('1024k', 1024, '1m'), ('0.5k', 1024, '512')])
+def test_a_dataset_tier_is_written_as_its_lengths_one_name(written, unit, name):
+    with pytest.raises(TierError, match=f"tier '{written}' is not written as its canonical name: write '{name}'"):
+        dataset_tier(written, unit)
+    assert dataset_tier(name, unit).name == name
+    load, extra = ((LongBioDataset.load, dict(cell='standard', num_samples=1)) if unit == 1024 else
+                   (NoLiMaDataset.load, {}))
+    with pytest.raises(TierError, match=f"write '{name}'"):
+        load(tier=written, **extra)
 
 
 def _longbio(tier='1k', **kw):

@@ -196,7 +196,7 @@ def test_an_ordered_partial_run_resumes_to_the_same_file(tmp_path):
     lines = [json.dumps({'idx': str(i), **ref[str(i)]}) for i in order[:k]]
     (out / 'tmp_predictions.jsonl').write_text('\n'.join(lines) + '\n')
     saved = resume_check.read_saved(str(out / 'tmp_predictions.jsonl'))
-    current = [([q], str(i)) for i, q in enumerate(qs)]
+    current = [resume_check.Sample.of(q, str(i)) for i, q in enumerate(qs)]
     assert resume_check.mismatch(saved, current, False, resume_check.reuse_issue_order(current)) == ''
     assert f'not the first {k}' in resume_check.mismatch(saved, current, finished=False)
     _, resumed, sent = _run(tmp_path, 'part', True)

@@ -96,6 +96,25 @@ def test_resume_under_other_prompts_redoes_what_changed(tmp_path):
     assert (res / 'babilong_qa3_0k.json').exists()
 
 
+def test_resume_without_the_instruction_redoes_every_dataset_naming_its_first_sample(tmp_path):
+    """Issue 41: `use_instruction=False` after a run with it. Each new prompt is a part of the old one, and the old
+    check (every current message found in the saved prompt) reused the saved predictions; the whole prompts are
+    compared now, so the dry run of `-r` restarts every dataset, each with its first differing sample."""
+    from opencompass_longctx.demo import babilong_data
+    babilong_data.write(str(tmp_path / 'babilong'), tiers=('0k',), tasks=['qa1', 'qa2', 'qa3', 'qa4'], samples=2)
+    env = {'LONGCTX_TEST_DATA': str(tmp_path / 'babilong'), 'LONGCTX_CACHE_DIR': str(tmp_path / 'cache')}
+    first = _opencompass(tmp_path, env)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    (run,) = glob.glob(str(tmp_path / 'out' / '*'))
+    dry = _opencompass(tmp_path, dict(env, LONGCTX_TEST_INSTRUCTION='0'), '-r', os.path.basename(run), '--dry-run')
+    assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
+    plan = json.loads(Path(run, 'plan', 'longctx_plan.json').read_text())
+    restarted = {r['dataset']: r['reason'] for r in plan['resume']['restarted']}
+    assert sorted(restarted) == [f'babilong_qa{i}_0k' for i in range(1, 5)], plan['resume']
+    assert all(r.startswith("sample 0: the saved prompt differs from the current dataset's (another prompt or "
+                            'config; from character ') for r in restarted.values()), restarted
+
+
 def _as_cli(monkeypatch, *argv):
     """The state check_reuse reads in the `opencompass` process: its CLI module loaded and its argv."""
     import opencompass.cli.main as cli
@@ -138,19 +157,43 @@ def test_reuse_of_an_empty_run_dir_asks_on_a_terminal(tmp_path, monkeypatch, cap
     assert resume_check.check_reuse(other, dry=False) == ''      # an earlier run's logs: something to resume
 
 
+def _human(text):
+    from opencompass.utils.prompt import PromptList
+    return PromptList([dict(section='round', pos='begin'), dict(role='HUMAN', prompt=text),
+                       dict(section='round', pos='end')])
+
+
 def test_mismatch_reasons():
-    current = [(['Question one'], 'a'), (['Question two'], 'b')]
+    meta = dict(round=[dict(role='HUMAN', api_role='HUMAN', begin='<s>', end='</s>'),
+                       dict(role='BOT', api_role='BOT', generate=True)])
+    current = [resume_check.Sample.of(_human('Question one'), 'a', meta),
+               resume_check.Sample.of(_human('Question two'), 'b', meta)]
     saved = {'0': {'origin_prompt': [{'role': 'HUMAN', 'prompt': '<s>Question one</s>'}], 'gold': 'a'}}
     assert resume_check.mismatch(saved, current, finished=False) == ''
-    assert 'hold 1 samples, the current dataset has 2' in resume_check.mismatch(saved, current, finished=True)
+    assert 'hold 1 sample, the current dataset has 2' in resume_check.mismatch(saved, current, finished=True)
     assert 'gold answer differs' in resume_check.mismatch({'0': dict(saved['0'], gold='z')}, current, False)
     assert 'prompt differs' in resume_check.mismatch({'0': dict(saved['0'], origin_prompt='Question two')},
                                                      current, False)
     assert 'index 7 is outside' in resume_check.mismatch({'0': saved['0'], '7': saved['0']}, current, False)
-    second = {'1': {'origin_prompt': 'Question two', 'gold': 'b'}}
+    second = {'1': {'origin_prompt': '<s>Question two</s>', 'gold': 'b'}}   # a model without a chat template
     assert 'not the first 1 (missing index 0)' in resume_check.mismatch(second, current, False)
     # an ordered run's tmp file: the first issued samples, each checked against its own index before the order
     assert resume_check.mismatch(second, current, False, order=[1, 0]) == ''
     assert 'not the first 1 issued (missing index 0)' in resume_check.mismatch(second, current, False, order=[0, 1])
     assert 'sample 1: the saved prompt differs' in resume_check.mismatch(
-        {'1': dict(second['1'], origin_prompt='Question one')}, current, False, order=[0, 1])
+        {'1': dict(second['1'], origin_prompt='<s>Question one</s>')}, current, False, order=[0, 1])
+
+
+def test_a_prompt_that_is_part_of_the_saved_one_is_another_prompt():
+    """Issue 41: use_instruction=False makes each prompt a part of the one with the instruction; the old check (every
+    current message found in the saved prompt) reused the saved predictions. Now the whole prompts are compared
+    (sha256), and the first differing sample is named with where it differs."""
+    with_instruction = resume_check.Sample.of(_human('Instruction.\nContext.\nQuestion?'), 'x')
+    without = [resume_check.Sample.of(_human('Context.\nQuestion?'), 'x')]
+    saved = {'0': {'origin_prompt': with_instruction.messages, 'gold': 'x'}}
+    reason = resume_check.mismatch(saved, without, finished=True)
+    assert reason.startswith("sample 0: the saved prompt differs from the current dataset's"), reason
+    assert "from character 0 of 32 saved / 19 now: saved 'Instruction.\\nContext.\\nQuestion', now 'Context." in reason, \
+        reason
+    assert resume_check.mismatch(saved, [with_instruction], finished=True) == ''
+    assert resume_check.prompt_digest(with_instruction.messages) != resume_check.prompt_digest(without[0].messages)

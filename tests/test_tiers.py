@@ -71,3 +71,36 @@ def test_a_tier_that_is_not_a_whole_number_of_tokens_in_the_unit_is_refused():
 def test_a_parsed_tier_is_returned_as_is():
     t = parse_tier('192k')
     assert parse_tier(t) is t
+
+
+@pytest.mark.parametrize('text,unit,name', [
+    ('0', 1000, '0k'), ('0K', 1000, '0k'), ('0.0k', 1024, '0k'), ('1000k', 1000, '1m'), ('1024k', 1000, '1024k'),
+    ('1024k', 1024, '1m'), ('1000k', 1024, '1000k'), ('0.25k', 1000, '250'), ('0.5k', 1000, '500'),
+    ('0.5k', 1024, '512'), ('1.5k', 1024, '1.5k'), ('3000', 1024, '3000'), ('0.5m', 1000, '500k'),
+    ('1500k', 1000, '1.5m'), ('2048k', 1024, '2m'), ('192K', 1024, '192k'),
+])
+def test_a_length_has_one_name_in_its_benchmarks_unit(text, unit, name):
+    from opencompass_longctx.tiers import canonical_tier, length_name
+    tier = canonical_tier(text, unit)
+    assert tier.name == name and tier.tokens(unit) == parse_tier(text).tokens(unit)
+    assert length_name(tier.tokens(unit), unit) == name
+
+
+@pytest.mark.parametrize('unit', [1000, 1024])
+def test_every_standard_name_is_its_own_lengths_name(unit):
+    from opencompass_longctx.tiers import canonical_tier
+    for name in STANDARD_TIERS + ['250', '500']:
+        assert canonical_tier(name, unit).name == name
+
+
+def test_a_tier_that_is_no_whole_number_of_tokens_has_no_name_there():
+    from opencompass_longctx.tiers import canonical_tier
+    with pytest.raises(TierError, match="'0.1k' is 102.4 tokens") as e:
+        canonical_tier('0.1k', 1024)
+    assert e.value.value == '0.1k'      # the tier as written: the one-line error finds it in the config
+
+
+def test_equal_sizes_sort_by_name_whatever_the_order_given():
+    names = ['1m', '1000k', '500', '0.5k', '1k']
+    assert sort_tiers(names) == sort_tiers(list(reversed(names))) == sort_tiers(set(names)) == \
+        ['0.5k', '500', '1k', '1000k', '1m']

@@ -64,7 +64,7 @@ class BabilongOptions(Options):
     (default: the cores available; the same rows for any value)."""
     error: ClassVar[type] = bdata.BabilongDataError
     owner: ClassVar[str] = 'BabilongDataset'
-    tier: Tier = option(check=lambda name, v, error: dataset_tier(v))  # the one parse of a load
+    tier: Tier = option(check=lambda name, v, error: dataset_tier(v, BENCHMARK.tier_unit))  # the one parse of a load
     task: str = option('qa1', by(bdata.task_number))
     path: Optional[str] = option(None, text())
     sample_source: str = option('100', one_of(bdata.SAMPLE_SOURCES, str))

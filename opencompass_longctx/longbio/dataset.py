@@ -49,7 +49,7 @@ class LongBioOptions(Options):
                          max_prompt_tokens=self.max_prompt_tokens,
                          verify_length=self.verify_length)
         if isinstance(self.tier, str) and self.tier != spec.tier:
-            dataset_tier(self.tier)      # raises: the tier as written is not its canonical name
+            dataset_tier(self.tier, BENCHMARK.tier_unit)   # raises: the tier as written is not its length's name
         object.__setattr__(self, 'spec', spec)
         return self
 

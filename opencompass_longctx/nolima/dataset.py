@@ -112,7 +112,7 @@ class NoLiMaOptions(Options):
     """One NoLiMa split's options (see :func:`load_nolima`), checked once by :meth:`Options.parse`."""
     error: ClassVar[type] = NoLiMaError
     owner: ClassVar[str] = 'NoLiMaDataset'
-    tier: Tier = option(check=lambda name, v, error: dataset_tier(v))   # the one parse of a load
+    tier: Tier = option(check=lambda name, v, error: dataset_tier(v, BENCHMARK.tier_unit))   # the one parse of a load
     needle_set: str = option('main', by(_check_needle_set))
     path: Optional[str] = option(None, text())
     tokenizer: Optional[str] = option(None, text())

@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Sequence
 from opencompass_longctx.spec import check_tokenizer, spec_class, spec_of, load_kwargs
 from opencompass_longctx.models.sizing import is_lmdeploy
 from opencompass_longctx.options import parse_config
-from opencompass_longctx.tiers import TierError, parse_tier
+from opencompass_longctx.tiers import TierError, canonical_tier
 from opencompass_longctx.util import type_name
 def check_run(models: Sequence[Dict], datasets: Sequence[Dict]) -> List[Dict]:
     """Every problem that can be found without a GPU and without building a dataset: a list of
@@ -82,16 +82,17 @@ def tier_problems(spec, d: Dict) -> List[str]:
     if abbr != abbr.strip():
         return [f'dataset abbr {abbr!r} has spaces around it: its results would not reach the tier table; write '
                 f'{abbr.strip()!r}']
-    try:
-        tier = parse_tier(d.get('tier')).name
-    except TierError:
-        return []            # the options' problem
     for bench in spec.summary:
         m = re.match(bench.pattern, abbr)
-        if m and m.group('tier') != tier:
-            return [f"dataset abbr {abbr!r} names tier {m.group('tier')!r} but its tier is {tier!r}: its results "
-                    f"would be filed under the wrong tier; end the abbr with _{tier} (build it from TIER, as the "
-                    'shipped tier files do)']
+        try:   # both as their length's one name: the options' check refuses a tier not written so
+            tier = canonical_tier(d.get('tier'), bench.tier_unit).name
+            named = canonical_tier(m.group('tier'), bench.tier_unit).name if m else tier
+        except TierError:
+            return []        # the options' problem
+        if named != tier:    # (the abbrs are listed with the problem: one line for all of them)
+            return [f"the dataset abbr names tier {m.group('tier')!r} but its tier is {tier!r}: its results would "
+                    f"be filed under the wrong tier; end the abbr with _{tier} (build it from TIER, as the shipped "
+                    'tier files do)']
     return []
 
 

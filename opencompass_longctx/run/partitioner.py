@@ -14,7 +14,9 @@ With a ``SlurmRunner`` the plan also shows the ``srun`` request of every task an
 (:mod:`opencompass_longctx.run.cluster`); in a resumed run (``-r``) it says what is done and what is left
 (:mod:`opencompass_longctx.run.resume`), and sets aside the saved predictions that do not match their current dataset
 (those datasets restart) or stops a ``-r`` that has nothing to resume (:mod:`opencompass_longctx.run.resume_check`). With problems, a real run stops before any task starts
-(``on_problem='error'``, the default; ``'warn'`` goes on); ``--dry-run`` only reports them.
+(``on_problem='error'``, the default; ``'warn'`` goes on); ``--dry-run`` only reports them. A config the plan cannot
+be made from (a tier that is no tier, ``-r`` with nothing to resume, problems with ``on_problem='error'``) stops the
+``opencompass`` command with one line and exit status 2 (:func:`opencompass_longctx.errors.in_opencompass`).
 
     infer = dict(partitioner=dict(type=LongCtxPartitioner),   # bands=['32k', '128k', '1m'], shards=1,
                  runner=dict(type=LocalRunner, ...))          # cost_model=dict(gpu='H100-80GB'), on_problem
@@ -36,7 +38,9 @@ from opencompass_longctx.run import resume_check
 
 from opencompass_longctx import combinations
 from opencompass_longctx import plan as P
-from opencompass_longctx.errors import LongCtxError
+from opencompass_longctx.errors import LongCtxError, in_opencompass
+from opencompass_longctx.util import counted, plural
+from opencompass_longctx.weights import record_run_models
 class RunCheckError(LongCtxError, RuntimeError):
     """Problems found before any task started (missing data, models or tokenizers)."""
 
@@ -52,10 +56,12 @@ class LongCtxEvalPartitioner(NaivePartitioner):
     (:func:`opencompass_longctx.combinations.expand`)."""
 
     def __call__(self, cfg):
-        line = resume_check.check_reuse(cfg['work_dir'], dry_run())   # -r where nothing ran: ask or refuse
-        if line:
-            print(line, flush=True)
-        return super().__call__(cfg)
+        with in_opencompass():     # in the opencompass command: a LongCtxError is one line and exit status 2
+            line = resume_check.check_reuse(cfg['work_dir'], dry_run())   # -r where nothing ran: ask or refuse
+            if line:
+                print(line, flush=True)
+            record_run_models(cfg)      # what identifies each model's weights, while they are reachable
+            return super().__call__(cfg)
 
     def partition(self, model_dataset_combinations: List[Dict], *args, **kwargs):
         return super().partition(combinations.expand(model_dataset_combinations)[0], *args, **kwargs)
@@ -90,8 +96,10 @@ class LongCtxPartitioner(BasePartitioner):
     def __call__(self, cfg):
         # partition() receives only models and datasets: the runners (what a Slurm job asks for) come from here
         self.runners = {stage: (cfg.get(stage) or {}).get('runner') for stage in ('infer', 'eval')}
-        self.reuse_line = resume_check.check_reuse(cfg['work_dir'], dry_run())   # -r where nothing ran: ask or refuse
-        return super().__call__(cfg)
+        with in_opencompass():     # in the opencompass command: a LongCtxError is one line and exit status 2
+            self.reuse_line = resume_check.check_reuse(cfg['work_dir'], dry_run())   # -r where nothing ran
+            record_run_models(cfg)      # what identifies each model's weights, while they are reachable
+            return super().__call__(cfg)
 
     def partition(self, model_dataset_combinations: List[Dict], work_dir: str, out_dir: str,
                   add_cfg: Dict = {}) -> List[Config]:  # noqa: B006 (OpenCompass's signature)
@@ -106,6 +114,7 @@ class LongCtxPartitioner(BasePartitioner):
                            self.headroom, redo=[(s.model, s.dataset) for s in stale])
         models = [m for c in model_dataset_combinations for m in c['models']]
         datasets = [d for c in model_dataset_combinations for d in c['datasets']]
+        datasets_of = {d.get('abbr') for d in datasets}
         requests = cluster.requests(plan, self.runners.get('infer'))
         slurm_problems, slurm_notes = cluster.problems(self.runners, requests)
         problems = P.engine_problems(plan) + P.check_run(models, datasets) + slurm_problems
@@ -119,8 +128,12 @@ class LongCtxPartitioner(BasePartitioner):
         paths = P.write(summary, plan, os.path.join(work_dir, 'plan'), markdown)
         print('\n' + markdown + f"\nPlan written to {paths['md']} and {paths['json']}\n", flush=True)
         if problems and self.on_problem == 'error' and not dry_run():
+            first = problems[0]
+            where = counted(first['where'], 'dataset' if all(w in datasets_of for w in first['where']) else 'item')
+            more = f' (and {plural(len(problems) - 1, "more problem")})' if len(problems) > 1 else ''
             raise RunCheckError(
-                f'{len(problems)} problem(s) found before any task started (listed above and in {paths["md"]}); '
-                'fix them, or set on_problem=\'warn\' in the LongCtxPartitioner config to run anyway.')
+                f'{len(problems)} problem(s) found before any task started: {where}: {first["problem"]}{more}; the '
+                f'plan lists them ({paths["md"]}): fix them, or set on_problem=\'warn\' in the LongCtxPartitioner '
+                'config to run anyway.')
         return [Config({'models': [t.model_cfg], 'datasets': [t.dataset_cfgs], 'work_dir': work_dir, **add_cfg})
                 for t in plan['tasks']]

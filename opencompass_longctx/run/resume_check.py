@@ -5,25 +5,28 @@ continues an interrupted dataset at ``len(tmp)`` of its saved batches (``tmp_<da
 what they hold. A run resumed under another config (another prompt variant, other samples) would mix two datasets
 under one name, and a saved index outside the dataset ends the task with ``KeyError``. :func:`stale_predictions`
 compares each saved entry with the current dataset: its indices must be ``0..n-1`` of the current dataset (all of
-them for a finished file), each message of the current prompt (after the dataset's prompt template, as
-GenInferencer renders it) must appear verbatim and in order in the saved ``origin_prompt`` (the model's meta
-template only adds text around them), and the saved ``gold`` must equal the current one. A file that differs is set
-aside (renamed to ``<file>.set-aside-<time>``, with the dataset's results file, so its evaluation runs again) and
-the dataset is redone from its first sample; the plan (``--dry-run -r`` too) lists each one with the reason.
+them for a finished file), its whole ``origin_prompt`` must be exactly the prompt the model would receive now (a
+sha256 of each, compared: the dataset's prompt template as GenInferencer applies it, then the model's meta template
+as OpenCompass's own template parser renders it, a chat model's messages or a plain model's text, as the saved entry
+is), and the saved ``gold`` must equal the current one. A prompt that only lost or gained text (``use_instruction=False``:
+the new prompt is part of the old one) is another prompt. A file that differs is set aside (renamed to
+``<file>.set-aside-<time>``, with the dataset's results file, so its evaluation runs again) and the dataset is redone
+from its first sample; the plan (``--dry-run -r`` too) lists each one with the first sample that differs and
+where.
 
 Nothing to resume. ``-r`` in a directory no run has used (a mistyped ``-w`` or timestamp) makes OpenCompass log
 "No previous results to reuse!" and start the whole run. :func:`check_reuse` stops it with one line that names the
 directory: it asks on a terminal, and otherwise refuses unless ``LONGCTX_START_FRESH=1``.
 """
-import contextlib
 import dataclasses
-import io
+import hashlib
 import json
 import os
 import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
-from opencompass_longctx.errors import LongCtxError
+from opencompass_longctx.errors import LongCtxError, opencompass_args
+from opencompass_longctx.util import plural
 
 START_FRESH_ENV = 'LONGCTX_START_FRESH'
 SET_ASIDE = '.set-aside-'
@@ -46,9 +49,55 @@ class Stale:
 
 # ---- the current dataset, as GenInferencer renders it -------------------------------------------------------------
 
-def current_samples(dataset_cfg: Dict) -> List[Tuple[List[str], object]]:
-    """Each sample's prompt messages (text) and gold answer, as OpenCompass's GenInferencer makes them (the same
-    retriever and prompt template; no model: its meta template is not applied)."""
+@dataclasses.dataclass(frozen=True)
+class Sample:
+    """One sample of the current dataset as the model would receive it: its prompt rendered the two ways OpenCompass
+    renders one (``messages``: a chat model's, by ``APITemplateParser``; ``text``: a model without a chat template's,
+    by ``LMTemplateParser``; each with the model's meta template), the texts of its messages and its gold answer."""
+    messages: object
+    text: object
+    pieces: Tuple[str, ...]
+    gold: object
+
+    @classmethod
+    def of(cls, prompt, gold=None, meta_template: Optional[Dict] = None) -> 'Sample':
+        """The sample of a prompt (a string or a PromptList) for a model with ``meta_template``."""
+        from opencompass.models.base import LMTemplateParser
+        from opencompass.models.base_api import APITemplateParser
+        chat = meta_template or dict(round=[dict(role='HUMAN', api_role='HUMAN'), dict(role='SYSTEM', api_role='HUMAN'),
+                                            dict(role='BOT', api_role='BOT', generate=True)])  # OpenCompass's default
+        try:
+            messages = APITemplateParser(chat).parse_template(prompt, mode='gen')
+        except (TypeError, KeyError, IndexError, AssertionError, ValueError):   # a prompt no chat model takes
+            messages = None
+        text = LMTemplateParser(meta_template).parse_template(prompt, mode='gen')
+        return cls(_plain(messages), _plain(text), tuple(prompt_pieces(prompt)), gold)
+
+    def differs(self, saved) -> Optional[str]:
+        """None when the saved ``origin_prompt`` is this sample's prompt exactly (their sha256 are equal); else
+        where they first differ."""
+        now = self.text if isinstance(saved, str) else self.messages
+        if saved is not None and prompt_digest(saved) == prompt_digest(now):
+            return None
+        return first_difference(saved, now)
+
+
+def prompt_digest(prompt) -> str:
+    """The sha256 of a prompt, a text or a list of messages, as JSON reads it back."""
+    return hashlib.sha256(json.dumps(_plain(prompt), sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def first_difference(saved, now) -> str:
+    """Where two prompts first differ, in a few words (their texts compared: a list of messages as their texts)."""
+    a, b = ('\n'.join(prompt_pieces(x)) if isinstance(x, (str, list)) else json.dumps(_plain(x)) for x in (saved, now))
+    at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    return (f'from character {at:,} of {len(a):,} saved / {len(b):,} now: saved {a[at:at + 30]!r}, '
+            f'now {b[at:at + 30]!r}')
+
+
+def current_samples(dataset_cfg: Dict, model_cfg: Optional[Dict] = None) -> List[Sample]:
+    """Each sample of the dataset as OpenCompass's GenInferencer makes it (the same retriever and prompt template)
+    for ``model_cfg`` (its meta template; no model: none)."""
     from opencompass.registry import ICL_PROMPT_TEMPLATES, ICL_RETRIEVERS
     from opencompass.utils import build_dataset_from_cfg
     dataset = build_dataset_from_cfg(dataset_cfg)
@@ -59,12 +108,13 @@ def current_samples(dataset_cfg: Dict) -> List[Tuple[List[str], object]]:
     replace = infer_cfg.get('inferencer', {}).get('gen_field_replace_token', '')
     reader = retriever.dataset_reader
     golds = reader.dataset['test'][reader.output_column] if reader.output_column else None
+    meta = (model_cfg or {}).get('meta_template')
     out = []
     for idx, ice_idx in enumerate(retriever.retrieve()):
         ice = retriever.generate_ice(ice_idx, ice_template=ice_template)
         prompt = retriever.generate_prompt_for_generate_task(idx, ice, gen_field_replace_token=replace,
                                                              ice_template=ice_template, prompt_template=prompt_template)
-        out.append((prompt_pieces(prompt), None if golds is None else golds[idx]))
+        out.append(Sample.of(prompt, None if golds is None else golds[idx], meta))
     return out
 
 
@@ -77,11 +127,11 @@ def issued_in_reuse_order(dataset_cfg: Dict) -> bool:
     return name.rsplit('.', 1)[-1] == 'LongCtxGenInferencer' and inferencer.get('reuse_order', True) is not False
 
 
-def reuse_issue_order(current: List[Tuple[List[str], object]]) -> List[int]:
+def reuse_issue_order(current: Sequence[Sample]) -> List[int]:
     """The dataset indices of :func:`current_samples` in LongCtxGenInferencer's issue order (the same texts, the same
     sort): a tmp file of an ordered run holds the first samples of this list."""
     from opencompass_longctx.prefix_reuse import reuse_order
-    return list(reuse_order(['\n'.join(pieces) for pieces, _ in current]))
+    return list(reuse_order(['\n'.join(s.pieces) for s in current]))
 
 
 def prompt_pieces(prompt) -> List[str]:
@@ -97,16 +147,6 @@ def prompt_pieces(prompt) -> List[str]:
             if isinstance(text, str):
                 texts.append(text)
     return [t for t in texts if t]
-
-
-def _contains_in_order(saved: List[str], pieces: List[str]) -> bool:
-    text, pos = '\n'.join(saved), 0
-    for piece in pieces:
-        pos = text.find(piece, pos)
-        if pos < 0:
-            return False
-        pos += len(piece)
-    return True
 
 
 def _plain(value):
@@ -132,7 +172,7 @@ def read_saved(path: str) -> Dict[str, Dict]:
     return data
 
 
-def mismatch(saved: Dict[str, Dict], current: List[Tuple[List[str], object]], finished: bool,
+def mismatch(saved: Dict[str, Dict], current: Sequence[Sample], finished: bool,
              order: Optional[Sequence[int]] = None) -> str:
     """Why saved entries do not belong to the current dataset ('' when each one does). Each entry is compared with
     the current sample of its own index first (a changed prompt or gold answer is named as such); then the saved
@@ -141,24 +181,23 @@ def mismatch(saved: Dict[str, Dict], current: List[Tuple[List[str], object]], fi
     outside = sorted(k for k in saved if not (k.isdigit() and int(k) < n))
     if outside:
         return (f"sample index {', '.join(outside[:3])}{' ...' if len(outside) > 3 else ''} is outside the current "
-                f'dataset of {n} samples')
-    for key in sorted(saved, key=int):
-        entry, (pieces, gold) = saved[key], current[int(key)]
+                f'dataset of {plural(n, "sample")}')
+    for key in sorted(saved, key=int):   # the first sample that differs is named
+        entry, sample = saved[key], current[int(key)]
         if not isinstance(entry, dict):
             return f'sample {key} is not a saved prediction'
-        if 'gold' in entry and gold is not None and entry['gold'] != _plain(gold):
+        if 'gold' in entry and sample.gold is not None and entry['gold'] != _plain(sample.gold):
             return f'sample {key}: the saved gold answer differs from the current dataset\'s'
-        origin = entry.get('origin_prompt')
-        if origin is None or not _contains_in_order(prompt_pieces(origin) if not isinstance(origin, str) else [origin],
-                                                    pieces):
-            return f'sample {key}: the saved prompt differs from the current dataset\'s (another prompt or config)'
+        where = sample.differs(entry.get('origin_prompt'))
+        if where:
+            return f'sample {key}: the saved prompt differs from the current dataset\'s (another prompt or config; {where})'
     first = [str(i) for i in (range(n) if order is None else order)][:len(saved)]
     missing = [k for k in first if k not in saved]
     if missing:
         issued = '' if order is None else ' issued'
         return f"the saved samples are not the first {len(saved)}{issued} (missing index {', '.join(missing[:3])})"
     if finished and len(saved) != n:
-        return f'the finished predictions hold {len(saved)} samples, the current dataset has {n}'
+        return f'the finished predictions hold {plural(len(saved), "sample")}, the current dataset has {n}'
     return ''
 
 
@@ -185,7 +224,7 @@ def stale_predictions(combinations: Sequence[Dict], out_dir: str) -> Tuple[List[
                 if not saved:
                     continue
                 try:
-                    current = current_samples(d)
+                    current = current_samples(d, model)
                 except Exception as e:  # noqa: BLE001 - the run's own checks and the task report the dataset
                     unchecked.append(f'{model_abbr_from_cfg(model)}/{d.get("abbr", "")}: {os.path.basename(path)} '
                                      f'not checked against the dataset, which does not build ({type(e).__name__}: '
@@ -216,14 +255,7 @@ def set_aside(stale: Sequence[Stale], logger=None) -> None:
 
 def reuse_requested() -> Optional[str]:
     """The ``-r/--reuse`` value of the running ``opencompass`` command (read with its own parser), or None."""
-    cli = sys.modules.get('opencompass.cli.main')
-    if cli is None:
-        return None
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):
-            return cli.parse_args().reuse
-    except SystemExit:
-        return None
+    return getattr(opencompass_args(), 'reuse', None)
 
 
 def nothing_to_resume(work_dir: str) -> bool:

@@ -44,11 +44,19 @@ def _read(path: str, tail: Optional[bool]) -> str:
         return f.read(-1 if tail is None else _TAIL if tail else _HEAD).decode('utf-8', 'replace')
 
 
+ONE_LINE_ERROR = 'opencompass: error: '   # how the plugin's errors end the opencompass command
+
+
 def last_exception(text: str) -> Optional[str]:
-    """The exception line of the last traceback in ``text`` ('Type: message', continuation lines joined),
-    or None when there is no traceback."""
+    """The exception line of the last traceback in ``text`` ('Type: message', continuation lines joined), or the
+    last one-line error of the plugin (``opencompass: error: [cfg.py:8: ]Type: message``,
+    :func:`opencompass_longctx.errors.stop_on_error`) when it comes after it; None when there is neither."""
     lines = text.splitlines()
     starts = [i for i, ln in enumerate(lines) if ln.startswith('Traceback (most recent call last):')]
+    one_line = [i for i, ln in enumerate(lines) if ln.startswith(ONE_LINE_ERROR)]
+    if one_line and (not starts or one_line[-1] > starts[-1]):
+        text = lines[one_line[-1]][len(ONE_LINE_ERROR):].strip()
+        return text if len(text) <= MAX_REASON else text[:MAX_REASON - 1] + '…'
     if not starts:
         return None
     i = starts[-1] + 1

@@ -11,6 +11,7 @@ from typing import Dict, List, Optional
 from opencompass_longctx.stats.intervals import MIN_CLUSTERS
 from opencompass_longctx.summarizers.metrics import BOOTSTRAP
 from opencompass_longctx.summarizers.rows import BENCHMARKS
+from opencompass_longctx.util import plural
 
 
 def _legend(report: dict) -> List[str]:
@@ -49,7 +50,8 @@ def _legend(report: dict) -> List[str]:
         '- <X (e.g. <0k, <1k): the first tier, X, already scores below the threshold. An effective length of - : '
         'nothing to judge (no base score, or no result).',
         '- published / measured - published: the authors\' number for the model\'s published counterpart, and the '
-        'difference.',
+        'difference, only where the row is complete at that tier (- (k/n): a mean over k of its n datasets, not '
+        'the number the authors published).',
     ]
 
 
@@ -73,12 +75,35 @@ def shown_rows(report: dict) -> list:
     return [r for r in report['rows'] if (r.bench, r.row) in filled]
 
 
+def md_cell(text) -> str:
+    """A value as the text of one Markdown table cell: ``|`` escaped (it would end the cell and shift every column
+    after it), a backslash doubled (so an escape stays what was written), line breaks as spaces (a break would end
+    the row). Every cell a table of this package writes goes through here."""
+    return (str(text).replace('\\', '\\\\').replace('|', '\\|').replace('\r\n', ' ').replace('\n', ' ')
+            .replace('\r', ' '))
+
+
+def md_row(cells) -> str:
+    """One Markdown table row of escaped cells (:func:`md_cell`)."""
+    return '| ' + ' | '.join(md_cell(c) for c in cells) + ' |'
+
+
+def published_diff(cell, published: Optional[float]) -> str:
+    """'measured - published' at one tier: only where the row is complete there; a partial mean (k of its n
+    datasets) is not the number the authors published, so it reads ``- (k/n)``."""
+    if published is None or cell is None or cell.status != 'ok':
+        return ''
+    if cell.cells_used < cell.cells_total:
+        return f'- ({cell.cells_used}/{cell.cells_total})'
+    return f'{cell.score - published:+.1f}'
+
+
 def to_markdown(report: dict, with_ci: bool = True) -> str:
     tiers = report['tiers']
     ratio = report['nolima_ratio']
     head = ['model', 'benchmark', 'row'] + tiers + ['mean', 'base (thr)', f'eff. len (NoLiMa {100 * ratio:g}% base)',
                                                     f'eff. len (RULER >= {report["ruler_threshold"]:g})']
-    lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
+    lines = [md_row(head), '|' + '---|' * len(head)]
     shown = shown_rows(report)
     kept = {id(r) for r in shown}
     left_out = list(dict.fromkeys(f'{r.bench} {r.row}' for r in report['rows'] if id(r) not in kept))
@@ -88,16 +113,15 @@ def to_markdown(report: dict, with_ci: bool = True) -> str:
         mean = '-' if r.mean is None else f'{r.mean:.1f}' + ('*' if r.mean_note else '')
         base = ('-' if eff_n['base'] is None else f'{eff_n["base"]:.1f}'
                 + ('' if eff_n['threshold'] is None else f' ({eff_n["threshold"]:.1f})'))
-        lines.append('| ' + ' | '.join([r.model, r.bench, r.row] + cells + [
-            mean, base, effective_text(eff_n), effective_text(eff_r)]) + ' |')
+        lines.append(md_row([r.model, r.bench, r.row] + cells + [mean, base, effective_text(eff_n),
+                                                                 effective_text(eff_r)]))
         if r.published_name:
             pub = [f'{r.published[t]:g}' if t in r.published else '' for t in tiers]
-            diff = [f'{r.cells[t].score - r.published[t]:+.1f}' if t in r.published and t in r.cells
-                    and r.cells[t].status == 'ok' else '' for t in tiers]
-            lines.append('| ' + ' | '.join(['', '', f'published: {r.published_name}'] + pub + [''] * 4) + ' |')
-            lines.append('| ' + ' | '.join(['', '', 'measured - published'] + diff + [''] * 4) + ' |')
+            diff = [published_diff(r.cells.get(t), r.published.get(t)) for t in tiers]
+            lines.append(md_row(['', '', f'published: {r.published_name}'] + pub + [''] * 4))
+            lines.append(md_row(['', '', 'measured - published'] + diff + [''] * 4))
     out = '\n'.join(lines)
-    counts = [f'{r.model}/{r.bench}/{r.row}/{t}: n={c.n}' + (f' in {c.clusters} clusters'
+    counts = [f'{r.model}/{r.bench}/{r.row}/{t}: n={c.n}' + (f' in {plural(c.clusters, "cluster")}'
                                                               if c.ci_method == 'clustered' else '')
               for r in report['rows'] for t, c in r.cells.items() if c.status == 'ok']
     na = [f'{r.model}/{r.bench}/{r.row}/{t}: {c.status.upper()} ({c.reason})' for r in report['rows']
@@ -142,7 +166,7 @@ def to_csv(report: dict) -> str:
             w.writerow([r.model, r.bench, r.row, t, '' if c.score is None else round(c.score, 4),
                         '' if c.ci_lo is None else round(c.ci_lo, 4), '' if c.ci_hi is None else round(c.ci_hi, 4), c.n, c.status, c.reason,
                         '' if pub is None else pub, r.published_name or '',
-                        '' if pub is None or c.score is None else round(c.score - pub, 4),
+                        '' if pub is None or c.score is None or c.cells_used < c.cells_total else round(c.score - pub, 4),
                         c.cells_used or '', c.cells_total or '', ' '.join(c.marks), c.ci_method,
                         c.clusters if c.status == 'ok' else ''])
     return buf.getvalue()

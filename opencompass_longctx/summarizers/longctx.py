@@ -32,6 +32,8 @@ from opencompass_longctx.summarizers.placement import ALLOW_ENV, allow_unplaced_
 from opencompass_longctx.summarizers.formats import to_markdown, write
 from opencompass_longctx.summarizers.table import ModelInfo, Results, build
 from opencompass_longctx.spec import OwnReport, spec_of
+from opencompass_longctx.errors import in_opencompass
+from opencompass_longctx.weights import record_run_models
 from opencompass_longctx.summarizers.groups import summary_groups as spec_groups
 FAIL_ENV = 'LONGCTX_FAIL_ON_MISSING'
 
@@ -166,6 +168,11 @@ class LongCtxSummarizer(RobustSummarizer):
 
     def summarize(self, output_path: str = None,
                   time_str: str = datetime.now().strftime('%Y%m%d_%H%M%S')):  # noqa: B008 (as OpenCompass)
+        with in_opencompass():     # in the opencompass command: a LongCtxError is one line and exit status 2
+            return self._summarize(output_path, time_str)
+
+    def _summarize(self, output_path: Optional[str], time_str: str):
+        record_run_models(self.cfg)   # (a run whose partitioners are OpenCompass's own records its models here)
         super().summarize(output_path=output_path, time_str=time_str)
         out_dir = os.path.dirname(output_path) if output_path else os.path.join(self.work_dir, 'summary')
         self.write_own_reports(out_dir, time_str)

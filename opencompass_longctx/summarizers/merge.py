@@ -15,9 +15,11 @@ scoring), its result files and its predictions. Every (model, dataset) result ca
 * ``mode``: the dataset's ``eval_cfg`` from the config dump (the evaluator and its arguments, the evaluator's
   defaults filled in, so ``mode='official'`` and no mode compare equal), hashed.
 
-A model is one model by its identity (:mod:`.identity`: every setting of its config that decides its answers), not
-by its abbr: two runs with the same abbr and different identities are an error naming both runs and the fields
-that differ (``longctx-report --as RUN=NEWABBR`` shows one run's model under another name). A run is read by the
+A model is one model by its identity (:mod:`.identity`: every setting of its config that decides its answers, and
+its weights: the fingerprint its run recorded, else its full path), not by its abbr: two runs with the same abbr and
+different identities give two rows, each shown as ``<abbr> [<label>]`` (the shortest distinguishing part of their
+paths, e.g. ``final [exp1]`` and ``final [exp2]``; else a setting that differs), and a merge note names the runs and
+the fields that differ (``longctx-report --as RUN=NEWABBR`` names one run's model otherwise). A run is read by the
 models and datasets its config names, at the paths OpenCompass writes (``results/<model abbr>/<dataset abbr>.json``,
 nested when the abbr has a ``/``).
 
@@ -39,10 +41,13 @@ from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from opencompass_longctx.summarizers.failures import Failure, find_failures
-from opencompass_longctx.summarizers.identity import compare as compare_identities, init_defaults as _init_defaults, model_identity
+from opencompass_longctx.summarizers.identity import (compare as compare_identities, init_defaults as _init_defaults,
+                                                     labels, model_identity, moved)
+from opencompass_longctx.weights import read_recorded
 from opencompass_longctx.summarizers.table import INCOMPARABLE, ModelInfo, Results, checked_reader  # noqa: F401 (INCOMPARABLE: the mark)
 from opencompass_longctx.summarizers.rows import classify
 from opencompass_longctx.errors import LongCtxError
+from opencompass_longctx.util import plural
 _STAMP = re.compile(r'^\d{8}_\d{6}$')
 # {(run directory, model abbr shown): the abbr the run wrote its files under}, for the models renamed with ``--as``:
 # read_predictions(run, shown abbr, dataset) is how the comparison reads a chosen result's predictions.
@@ -63,7 +68,7 @@ class Fingerprint:
     problem: Optional[str] = None   # why the predictions cannot be read (then rows and design are None)
 
     def short(self) -> str:
-        return f'rows {self.rows or "?"}, {self.samples} samples, scoring {self.mode}'
+        return f'rows {self.rows or "?"}, {plural(self.samples, "sample")}, scoring {self.mode}'
 
 
 @dataclass
@@ -77,6 +82,7 @@ class Run:
     datasets: Dict[str, dict]
     results: Results = None
     disk: Dict[str, str] = field(default_factory=dict)   # {model abbr shown: the abbr its files are under}
+    recorded: Dict[str, dict] = field(default_factory=dict)   # {abbr on disk: its places and weights, as run}
     _fp: Dict[Tuple[str, str], Optional[Fingerprint]] = field(default_factory=dict)
 
     @property
@@ -95,6 +101,10 @@ class Run:
 
     def on_disk(self, model: str) -> str:
         return self.disk.get(model, model)
+
+    def identity(self, model: str) -> dict:
+        """The model's identity (:func:`.identity.model_identity`: its settings, its places as the run recorded them)."""
+        return model_identity(self.model_cfgs[model], self.recorded.get(self.on_disk(model)))
 
     def rename(self, old: str, new: str) -> None:
         """Show model ``old`` as ``new`` in every table and file (its files are still read under ``old``)."""
@@ -132,21 +142,51 @@ def load_run(work_dir: str) -> Run:
     """A run, read by the models and datasets its config names: a result is looked for where OpenCompass writes
     it for that model abbr (any abbr: ``org/model`` nests, spaces and unicode are kept)."""
     path = find_run(work_dir)
-    from mmengine.config import Config
     from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
 
     from opencompass_longctx.summarizers.longctx import table_inputs
-    cfg = Config.fromfile(sorted(glob.glob(os.path.join(path, 'configs', '*.py')))[-1])
+    cfg = read_config(sorted(glob.glob(os.path.join(path, 'configs', '*.py')))[-1])
     models, abbrs, expected = table_inputs(cfg)
     run = Run(path=path, cfg=cfg, models=models, model_cfgs={model_abbr_from_cfg(m): m for m in cfg['models']},
               abbrs=abbrs, expected=expected, datasets={dataset_abbr_from_cfg(d): d for d in cfg['datasets']},
-              results=Results(path))
+              results=Results(path), recorded=read_recorded(path))
     if not any(os.path.isfile(run.results.path(m, a)) for m, a in expected):
         raise ReportInputError(f'{path}: the run has no results (no {os.path.join(path, "results", "<model>", "*.json")}'
                                f' for the models and datasets of its config): its evaluation has not run or failed (see '
                                f'{os.path.join(path, "logs")}); finish it with `opencompass <config> -r '
                                + os.path.basename(path) + '` first')
     return run
+
+
+def read_config(path: str):
+    """A run's saved config (OpenCompass's dump of it), or a :class:`ReportInputError` that names the file, the line
+    and the cause: OpenCompass writes every top-level name of a run config into the dump, so a module imported at
+    the top (``import os``) is written as ``os=<module 'os' ...>``, which no Python reads back."""
+    from mmengine.config import Config
+    try:
+        cfg = Config.fromfile(path)
+    except Exception as e:  # noqa: BLE001 - any failure to read the dump is this one input error
+        raise ReportInputError(_unreadable_config(path, e)) from None
+    missing = [k for k in ('models', 'datasets') if k not in cfg]
+    if missing:
+        raise ReportInputError(f'{path}: the saved config has no {" or ".join(missing)}: it is not the config of an '
+                               'OpenCompass run (give the run directory that `opencompass <config>` made)')
+    return cfg
+
+
+def _unreadable_config(path: str, e: Exception) -> str:
+    line = getattr(e, 'lineno', None) if isinstance(e, SyntaxError) else None
+    text = (getattr(e, 'text', None) or '').strip() if line else ''
+    where = f'{path}:{line}' if line else path
+    module = re.match(r"^(\w+)\s*=\s*<module '", text)
+    if module:
+        return (f"{where}: the saved config does not parse: OpenCompass wrote the module {module.group(1)!r} into it "
+                f"({text[:60]}) because the run config imports it at the top (import {module.group(1)}); move "
+                'that import into a file the config reads with read_base() (docs/configs.md, "import os"), run again')
+    first = (str(e).splitlines() or [''])[0][:200]
+    return (f'{where}: the saved config does not parse ({type(e).__name__}: {first}'
+            + (f'; the line: {text[:80]}' if text else '') + '): give the run directory of a run whose config '
+            'OpenCompass could read back')
 
 
 # ---------------------------------------------------------------------------------------------- fingerprints
@@ -261,13 +301,14 @@ class Merged:
     notes: List[str]
     marks: Dict[Tuple[str, str], str]       # (model, abbr) -> why its numbers are not comparable
     model_cfgs: List[dict] = field(default_factory=list)   # each model's config, from the newest run that has it
+    identities: List[dict] = field(default_factory=list)   # each model's identity, from the same run
 
 
 def _conflict(a: Run, b: Run, model: str, abbr: str, fa: Fingerprint, fb: Fingerprint) -> Optional[str]:
     what = []
     if fa.rows and fb.rows and fa.rows != fb.rows:
-        what.append(f'the data differ (rows {fa.rows}, {fa.samples} samples in {a.path}; rows {fb.rows}, '
-                    f'{fb.samples} samples in {b.path})')
+        what.append(f'the data differ (rows {fa.rows}, {plural(fa.samples, "sample")} in {a.path}; rows {fb.rows}, '
+                    f'{plural(fb.samples, "sample")} in {b.path})')
     if fa.mode != fb.mode:
         what.append(f'the scoring differs ({a.path}: {fa.mode_text}; {b.path}: {fb.mode_text})')
     return f'{model}/{abbr}: ' + ' and '.join(what) if what else None
@@ -283,29 +324,44 @@ def _unreadable(run: Run, model: str, abbr: str) -> Optional[str]:
     return fp.problem if fp is not None else None
 
 
-def _check_identities(runs: Sequence[Run], notes: List[str]) -> None:
-    """Two runs whose same model abbr has different identities: an error naming both runs and the fields."""
-    first: Dict[str, Tuple[Run, dict]] = {}
-    clashes = []
+def _keep_apart(runs: Sequence[Run], notes: List[str]) -> None:
+    """Each model abbr that names different models in different runs (their identities differ: :mod:`.identity`)
+    becomes one row per model, shown as ``<abbr> [<label>]`` (:func:`.identity.labels`: the shortest distinguishing
+    part of their paths, else a setting), with a note of why they were kept apart. Runs of one model keep the abbr."""
+    seen: Dict[str, List[Tuple[dict, List[Run]]]] = {}
     for run in runs:
-        for abbr, cfg in run.model_cfgs.items():
-            ident = model_identity(cfg)
-            if abbr not in first:
-                first[abbr] = (run, ident)
-                continue
-            other, seen = first[abbr]
-            diff, unshared = compare_identities(seen, ident)
-            if diff:
-                clashes.append(f'{abbr!r} in {other.path} and in {run.path} differ in ' + '; '.join(diff[:8])
-                               + (f' (and {len(diff) - 8} more)' if len(diff) > 8 else ''))
-            elif unshared:
-                notes.append(f'{abbr}: the same model in {other.path} and {run.path}, compared on the settings both '
-                             f'configs have ({", ".join(unshared)} only in one of them: not compared)')
-    if clashes:
-        raise ReportInputError(
-            f'{len(clashes)} model abbr(s) name different models in different runs (the settings that decide the '
-            'answers differ, as `field: first run / second run`); merge runs of the same model, or show one run\'s '
-            'model under another name with `--as RUN=NEWABBR`:\n  ' + '\n  '.join(clashes))
+        for abbr in run.model_cfgs:
+            ident = run.identity(abbr)
+            classes = seen.setdefault(abbr, [])
+            for first, members in classes:
+                diff, unshared = compare_identities(first, ident)
+                if diff:
+                    continue
+                if unshared:
+                    notes.append(f'{abbr}: the same model in {members[0].path} and {run.path}, compared on the settings '
+                                 f'both configs have ({", ".join(unshared)} only in one of them: not compared)')
+                notes += [f'{abbr}: one model in {members[0].path} and {run.path}: {m}' for m in moved(first, ident)]
+                members.append(run)
+                break
+            else:
+                classes.append((ident, [run]))
+    for abbr, classes in seen.items():
+        if len(classes) < 2:
+            continue
+        shown = [f'{abbr} [{label}]' for label in labels([ident for ident, _ in classes])]
+        for (_, members), new in zip(classes, shown):
+            for run in members:
+                run.rename(abbr, new)
+        first = classes[0][0]
+        why = '; '.join(f'{new!r} from {", ".join(r.path for r in members)}' for (_, members), new in zip(classes, shown))
+        diffs = '; '.join(f'{shown[0]!r} / {new!r}: ' + _listed(compare_identities(first, ident)[0])
+                          for (ident, _), new in zip(classes[1:], shown[1:]))
+        notes.append(f'{abbr!r} names {len(classes)} different models, kept apart as {why} (the settings or weights '
+                     f'that differ, as `field: first / second`: {diffs}); `--as RUN=NEWABBR` names them otherwise')
+
+
+def _listed(texts: Sequence[str], most: int = 8) -> str:
+    return ', '.join(texts[:most]) + (f' (and {len(texts) - most} more)' if len(texts) > most else '')
 
 
 def merge(paths: Sequence[str], renames: Sequence[Tuple[str, Optional[str], str]] = ()) -> Merged:
@@ -321,7 +377,7 @@ def merge(paths: Sequence[str], renames: Sequence[Tuple[str, Optional[str], str]
         seen[real] = p
         runs.append(run)
     _apply_renames(runs, renames, notes)
-    _check_identities(runs, notes)
+    _keep_apart(runs, notes)
     candidates: Dict[Tuple[str, str], List[Run]] = {}
     for run in runs:
         for pair in run.expected:
@@ -360,9 +416,10 @@ def merge(paths: Sequence[str], renames: Sequence[Tuple[str, Optional[str], str]
                       f'{", ".join(unchecked)})' if unchecked else ''))
     models: Dict[str, ModelInfo] = {}
     cfgs: Dict[str, dict] = {}
+    idents: Dict[str, dict] = {}
     for run in sorted(runs, key=lambda r: r.name):  # the newest run's model config last
         for m in run.models:
-            models[m.abbr], cfgs[m.abbr] = m, run.model_cfgs[m.abbr]
+            models[m.abbr], cfgs[m.abbr], idents[m.abbr] = m, run.model_cfgs[m.abbr], run.identity(m.abbr)
     order = list(dict.fromkeys(m.abbr for run in runs for m in run.models))
     abbrs = list(dict.fromkeys(a for run in runs for a in run.abbrs))
     expected = list(candidates)
@@ -376,7 +433,7 @@ def merge(paths: Sequence[str], renames: Sequence[Tuple[str, Optional[str], str]
             found = find_failures(run.path, mine, lambda m, a: checked(shown[m], a))
             failures += [replace(f, model=shown[f.model]) for f in found]
     return Merged(runs, [models[a] for a in order], abbrs, expected, results, failures, notes,
-                  column_marks(chosen, abbrs), [cfgs[a] for a in order])
+                  column_marks(chosen, abbrs), [cfgs[a] for a in order], [idents[a] for a in order])
 
 
 def _apply_renames(runs: Sequence[Run], renames: Sequence[Tuple[str, Optional[str], str]], notes: List[str]) -> None:
@@ -447,8 +504,7 @@ def build_merged(merged: Merged, ruler_threshold: float, nolima_ratio: float) ->
     mark_caveats(report, merged.model_cfgs)  # tiers a model ran beyond its engine's support (its run's config)
     report['runs'] = [r.path for r in merged.runs]
     report['merge_notes'] = list(merged.notes)
-    report['model_identities'] = {m.abbr: dict(model_identity(c), abbr=m.abbr)
-                                  for m, c in zip(merged.models, merged.model_cfgs)}
+    report['model_identities'] = {m.abbr: dict(ident, abbr=m.abbr) for m, ident in zip(merged.models, merged.identities)}
     report['fingerprints'] = {}
     for (model, abbr), run in merged.results.chosen.items():
         fp = run.fingerprint(model, abbr)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from opencompass_longctx.spec import TIER_PATTERN, Bench, BenchmarkSpec, all_specs, spec_of
-from opencompass_longctx.tiers import TierError, parse_tier
+from opencompass_longctx.tiers import TierError, canonical_tier
 from opencompass_longctx.summarizers.rows import BENCHMARKS
 ALLOW_ENV = 'LONGCTX_ALLOW_UNPLACED'
 
@@ -109,7 +109,7 @@ def where(abbr: str, spec: BenchmarkSpec, dataset_cfg: Optional[dict] = None
             m = re.match(b.pattern, abbr)
             if m:   # the name has the form, but its tier part is not a tier
                 try:
-                    parse_tier(m.group('tier'))
+                    canonical_tier(m.group('tier'), b.tier_unit)
                 except TierError as e:
                     return None, (f"the tier part of its abbr, {m.group('tier')!r}, is not a tier "
                                   f"({str(e).split(';')[0]})")
@@ -127,7 +127,7 @@ def where(abbr: str, spec: BenchmarkSpec, dataset_cfg: Optional[dict] = None
     given = (dataset_cfg or {}).get('tier')
     if given is not None:
         try:
-            cfg_tier = parse_tier(given).name
+            cfg_tier = canonical_tier(given, bench.tier_unit).name
         except TierError:
             cfg_tier = None     # the loader and the run checks refuse it, with the fix
         if cfg_tier is not None and cfg_tier != tier:

@@ -313,7 +313,7 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
     if failures is None:
         failures = find_failures(work_dir, expected, result) if expected is not None else []
     t = _Table(found, result, {(f.model, f.dataset): f for f in failures}, marks or {}, load_aliases(model_aliases),
-               ruler_threshold, nolima_ratio)
+               ruler_threshold, nolima_ratio, None if expected is None else set(expected))
     rows = [rr for model in models for bench in BENCHMARKS if bench.name in found
             for rr in _bench_rows(t, model, bench)]
     unmatched = sorted({m.abbr for m in models} - {r.model for r in rows if r.published_name})
@@ -339,6 +339,7 @@ class _Table:
     aliases: Dict
     ruler_threshold: float
     nolima_ratio: float
+    expected: Optional[set] = None     # the (model, dataset abbr) pairs the runs made (None: not known)
     notes: List[str] = field(default_factory=list)
     footnotes: Dict[str, None] = field(default_factory=dict)
     partial: Dict[str, None] = field(default_factory=dict)
@@ -362,9 +363,7 @@ def _bench_rows(t: _Table, model: ModelInfo, bench: Bench) -> List[RowResult]:
     """The rows of one model on one benchmark."""
     found, result = t.found[bench.name], t.result
     tiers = sort_tiers(found)
-    # this model's dataset for each (tier, task): the one with a result, else the first
-    mine = {tier: {task: next((a for a in cands if result(model.abbr, a) is not None), cands[0])
-                   for task, cands in found[tier].items()} for tier in tiers}
+    mine = {tier: _own_datasets(t, model, found[tier]) for tier in tiers}
     data: Dict[str, Unit] = {}   # this model's dataset units of the benchmark (:mod:`.intervals`)
     task_cells = {tier: {task: task_cell(bench, result(model.abbr, abbr), tier, model, t.notes, abbr,
                                          t.failed.get((model.abbr, abbr)), data, task)
@@ -396,6 +395,20 @@ def _bench_rows(t: _Table, model: ModelInfo, bench: Bench) -> List[RowResult]:
             rr.published = {tier: float(v) for tier, v in published.items()}
         rows.append(rr)
     return rows
+
+
+def _own_datasets(t: _Table, model: ModelInfo, by_task: Dict[str, List[str]]) -> Dict[str, str]:
+    """This model's dataset of each task at one tier (the one with a result, else one its run made, else the first),
+    over the tasks its run made there: in a merge, a task only another model's run made is not this model's (its row
+    is then a partial mean, as in its own run's table). At a tier where its run made none, every task (each cell
+    N/A above its max_seq_len, else missing)."""
+    def made(a: str) -> bool:
+        return t.expected is None or (model.abbr, a) in t.expected or t.result(model.abbr, a) is not None
+
+    def pick(cands: List[str]) -> str:
+        return next((a for a in cands if t.result(model.abbr, a) is not None), next(filter(made, cands), cands[0]))
+    own = {task: pick(cands) for task, cands in by_task.items() if any(map(made, cands))}
+    return own or {task: pick(cands) for task, cands in by_task.items()}
 
 
 def _row_cells(t: _Table, mb: _ModelBench, row) -> Dict[str, Cell]:

@@ -3,3 +3,4 @@ import os
 
 DATA = os.environ.get('LONGCTX_TEST_DATA', 'outputs/longctx_test/babilong')
 PROMPTS = os.environ.get('LONGCTX_TEST_PROMPTS', 'official')
+INSTRUCTION = os.environ.get('LONGCTX_TEST_INSTRUCTION', '1') == '1'

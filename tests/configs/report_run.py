@@ -16,7 +16,7 @@ with read_base():
     from ...configs.datasets.nolima.nolima_base import NOLIMA_BASE
     from ...configs.models.longctx_tiny_chat import models as tiny
     from ...configs.summarizers.longctx import summarizer
-    from ._env_report import BABILONG, MODEL, NOLIMA, SAMPLES, TIERS, TINY
+    from ._env_report import BABILONG, LONGBIO_CELLS, MODEL, NOLIMA, SAMPLES, TIERS, TINY
 
 rule = [dict(type=BabiRuleReader, abbr='rule-reader', max_seq_len=2000000, max_out_len=20, batch_size=8,
              run_cfg=dict(num_gpus=0))]
@@ -26,7 +26,7 @@ NOLIMA_TIERS = [{'0k': '250'}.get(t, t) for t in TIERS]  # NoLiMa has no 0k
 datasets = [dict(d, tier=t, abbr=f"{d['abbr']}_{t}", path=BABILONG, num_samples=SAMPLES)
             for t in TIERS for d in BABILONG_BASE[:5]]
 datasets += [dict(d, tier=t, abbr=f"{d['abbr']}_{t}", num_samples=2)
-             for t in TIERS for d in LONGBIO_BASE if d['cell'] in ('standard', 'idk')]
+             for t in TIERS for d in LONGBIO_BASE if d['cell'] in LONGBIO_CELLS]
 datasets += [dict(d, type=DemoNoLiMaDataset, tier=t, abbr=f"{d['abbr']}_{t}@{m['abbr']}", path=NOLIMA,
                   tokenizer=TINY if MODEL == 'tiny' else None, pairs=1, haystacks=[0], depth_indices=[0, 12, 25])
              for m in models for t in NOLIMA_TIERS for d in NOLIMA_BASE]

@@ -10,12 +10,12 @@ from opencompass_longctx.run.partitioner import LongCtxPartitioner
 from opencompass_longctx.run.tasks import LongCtxEvalTask, LongCtxInferTask
 with read_base():
     from opencompass_longctx.configs.datasets.babilong.babilong_base import BABILONG_BASE
-    from ._env_resume import DATA, PROMPTS
+    from ._env_resume import DATA, INSTRUCTION, PROMPTS
 
 models = [dict(type=BabiRuleReader, abbr='rule-reader', max_seq_len=100000, max_out_len=20, batch_size=1,
                run_cfg=dict(num_gpus=0))]
 datasets = [dict(BABILONG_BASE[i], tier='0k', abbr=f"{BABILONG_BASE[i]['abbr']}_0k", path=DATA, num_samples=2,
-                 prompt_variant=PROMPTS) for i in range(4)]
+                 prompt_variant=PROMPTS, use_instruction=INSTRUCTION) for i in range(4)]
 infer = dict(partitioner=dict(type=LongCtxPartitioner),
              runner=dict(type=LocalRunner, max_num_workers=1, task=dict(type=LongCtxInferTask)))
 eval = dict(partitioner=dict(type=NaivePartitioner, n=1000),
