@@ -40,7 +40,7 @@ from opencompass_longctx.stats.ranks import holm, length_rank_intervals, rank_in
 from opencompass_longctx.tiers import parse_tier
 from opencompass_longctx.summarizers.merge import MergedResults, ReportInputError, per_model_copy, prompt_text, read_predictions
 from opencompass_longctx.summarizers.intervals import detail_value, value_key
-from opencompass_longctx.summarizers.formats import effective_text
+from opencompass_longctx.summarizers.formats import effective_text, md_row
 from opencompass_longctx.summarizers.table import row_task_names
 from opencompass_longctx.summarizers.rows import bench_by_name
 from opencompass_longctx.errors import LongCtxError
@@ -482,11 +482,6 @@ def _num(v: Optional[float], fmt: str = '+.1f') -> str:
     return '' if v is None else format(v, fmt)
 
 
-def _md(text) -> str:
-    """A Markdown table cell: a '|' escaped, line breaks as spaces."""
-    return str(text).replace('\\', '\\\\').replace('|', '\\|').replace('\r', ' ').replace('\n', ' ')
-
-
 def interval_text(p: Paired) -> str:
     return '' if p.lo is None else f'[{p.lo:+.1f}, {p.hi:+.1f}]'
 
@@ -528,11 +523,10 @@ def _board_line(e: dict) -> str:
     diff = ('' if p is None else f'{p.a} - {p.b} = {p.diff:+.1f}' + (' *' if vs.get('significant') else '')
             if p.diff is not None else p.note)
     per_tier = ', '.join(f'{t}: {rank_text(tuple(r))}' for t, r in e.get('tier_ranks', {}).items())
-    return '| ' + ' | '.join(_md(x) for x in [
-        e['bench'], e['row'], e.get('rank_text', e['rank']), e['model'], _num(e['mean'], '.1f') or '-',
-        ', '.join(e.get('tiers') or []) + (' †' if e.get('partial') else ''), per_tier, diff,
-        '' if p is None else interval_text(p), '' if p is None else method_text(p), _num(vs.get('p_holm'), '.3g'),
-        eff, e.get('decision', '')]) + ' |'
+    return md_row([e['bench'], e['row'], e.get('rank_text', e['rank']), e['model'], _num(e['mean'], '.1f') or '-',
+                   ', '.join(e.get('tiers') or []) + (' †' if e.get('partial') else ''), per_tier, diff,
+                   '' if p is None else interval_text(p), '' if p is None else method_text(p),
+                   _num(vs.get('p_holm'), '.3g'), eff, e.get('decision', '')])
 
 
 def to_markdown(table: Sequence[Paired], board: Sequence[dict], rank_by: str = 'score') -> str:
@@ -546,9 +540,9 @@ def to_markdown(table: Sequence[Paired], board: Sequence[dict], rank_by: str = '
         lines += ['| A | B | benchmark | row | tier | A - B | 95% interval | method | p | pairs | excluded | note |',
                   '|' + '---|' * 12]
         for p in table:
-            lines.append('| ' + ' | '.join(_md(x) for x in [
-                p.a, p.b, p.bench, p.row, p.tier, _num(p.diff) + (' *' if p.significant else ''), interval_text(p),
-                method_text(p), _num(p.p, '.3g'), str(p.pairs), excluded_text(p), p.note]) + ' |')
+            lines.append(md_row([p.a, p.b, p.bench, p.row, p.tier, _num(p.diff) + (' *' if p.significant else ''),
+                                 interval_text(p), method_text(p), _num(p.p, '.3g'), str(p.pairs), excluded_text(p),
+                                 p.note]))
     lines += ['', 'Leaderboard per benchmark. ' + RANK_RULE.format(rank_by=rank_by)
               + ' †: the model has fewer tiers than others and is ranked on the tiers it shares with each.', '',
               '| benchmark | row | rank | model | mean | tiers | rank per tier | vs leader (leader - model, shared '
