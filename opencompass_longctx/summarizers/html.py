@@ -63,7 +63,7 @@ table.lb td.rank { text-align: left; }
 .key { font-size: 0.8em; color: #333; margin: 8px 0; line-height: 1.9; }
 .key table { font-size: 1em; display: inline-table; vertical-align: middle; margin: 0 4px; }
 .key td { padding: 0 6px; }
-.bar { display: inline-block; vertical-align: middle; width: 240px; margin: 0 6px 10px; position: relative; }
+.bar { display: inline-block; vertical-align: middle; width: 240px; margin: 0 18px 10px 8px; position: relative; }
 .strip { display: block; height: 12px; border: 1px solid #999; }
 .ticks { display: block; position: relative; height: 10px; font-size: 0.85em; }
 .ticks span { position: absolute; transform: translateX(-50%); }
@@ -225,7 +225,7 @@ def _board(board, report: dict, rank_by: str) -> List[str]:
         a, b = vs.get('a', e.get('leader')), vs.get('b', e['model'])
         diff = vs.get('diff')
         text = direction_text(a, b, diff, starred(vs)) if diff is not None else vs.get('note', '')
-        rows.append([(e['bench'], 't', None), (e['row'], 't', None), (e['rank'], 'rank', None),
+        rows.append([(e['bench'], 't', None), (e['row'], 't', None), (e.get('rank_text') or e['rank'], 'rank', None),
                      (e['model'], 't', dict(bench=e['bench'], rank=e['rank'])),
                      (effective_text(dict(eff, contiguous=e.get('effective'))), '', None),
                      ('-' if e['mean'] is None else f'{e["mean"]:.1f}', '', None),
@@ -378,7 +378,8 @@ def _key(report: dict, rank_by: str) -> List[str]:
             'model: the leader\'s score minus this model\'s, 95% interval [lo, hi], * significant after Holm. In '
             'the tables: [lo, hi] the 95% interval, always inside [0, 100]; [? k clusters]: too few clusters for an '
             'interval (? in the heatmaps); ‡: not comparable with the other models (another data set or scoring, '
-            'see the footnotes); (k/n): a mean over k of the row\'s n datasets. Hover any cell for its numbers.',
+            'see the footnotes); (k/n): a mean over k of the row\'s n datasets; a mean with *: over the tiers with a '
+            'result only; A - B with *: significant. Hover any cell for its numbers.',
             '</div>']
 
 

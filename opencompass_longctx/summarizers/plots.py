@@ -5,8 +5,9 @@ Each plot's x axis is its own benchmark's tiers (BABILong plots do not get NoLiM
 nothing to draw is not written. What each plot shows is computed first as plain data (``score_plots``,
 ``heatmaps``), then drawn.
 
-Every model stays visible: each has its own marker, line style and a small sideways offset, so two tied models
-draw two lines. The y axis reaches below 0, so a score of 0 is a point, not the axis. A tier the model cannot
+Every model stays visible: each has its own color, marker, line style and a small sideways offset, so two tied
+models draw two lines; its 95% interval is a band around its line (the interval itself: asymmetric near 0 and 100),
+and the legend lists the models from the best mean down. Files are 256-color PNGs: the page inlines them. The y axis reaches below 0, so a score of 0 is a point, not the axis. A tier the model cannot
 hold (N/A) or whose task failed is marked in the model's own colour and marker below the 0 line; a partial row's
 mean (k of n datasets) is a hollow marker labelled k/n. File names are made from the benchmark, row and model
 names by :func:`file_part`: any model abbr (``org/model``, spaces, unicode, ``..``) gives one plain file name
@@ -143,7 +144,8 @@ def _score_plot(plt, p: dict, out_dir: str) -> str:
     offset = {s['model']: (k - (len(measured) - 1) / 2) * step for k, s in enumerate(measured)}
     style = {s['model']: (MARKERS[k % len(MARKERS)], LINESTYLES[k % len(LINESTYLES)], color)
              for k, (s, color) in enumerate(zip(measured, _colors(plt, len(measured))))}
-    ncol = 1 if len(series) <= 2 else 2 if len(series) <= 6 else 3
+    longest = max((len(s['label']) for s in series), default=0)
+    ncol = max(1, min(1 if len(series) <= 2 else 2 if len(series) <= 6 else 3, 100 // (longest + 8)))
     rows = -(-(len(series) + 2) // ncol)   # (+ the marks' own entries)
     fig, ax = plt.subplots(figsize=(6.4, 3.2 + 0.17 * rows))
     ax.axhline(0, color='#999', linewidth=0.8)
