@@ -172,7 +172,7 @@ def demo_paths(log):
         sys.exit(f'make: step "demo" wrote no tier table (no "long-context tier table:" line in {log})')
     return ast.literal_eval(hits[-1].strip())
 def demo_run(log):
-    return os.path.dirname(os.path.dirname(os.path.abspath(demo_paths(log)['md'])))
+    return os.path.relpath(os.path.dirname(os.path.dirname(os.path.abspath(demo_paths(log)['md']))))
 def demo_page(log):
     return os.path.relpath(os.path.join(demo_run(log), 'summary', 'longctx_leaderboard.html'))
 endef

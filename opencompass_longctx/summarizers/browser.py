@@ -112,7 +112,7 @@ def palette_png(path: str, colors: int = 256) -> str:
 
 
 def main(argv=None) -> int:
-    """``python -m opencompass_longctx.summarizers.browser PAGE PNG``: a picture of a page (``make docs-screenshot``)."""
+    """``python -m opencompass_longctx.summarizers.browser PAGE PNG``: a picture of a page (make docs-screenshot)."""
     import argparse
     ap = argparse.ArgumentParser(prog='python -m opencompass_longctx.summarizers.browser', description=main.__doc__)
     ap.add_argument('page')

@@ -70,7 +70,8 @@ def scale_css() -> str:
     rules = [f'.s{k}{{background:{_hex(scale_rgb(k))};color:{_hex(text_rgb(scale_rgb(k)))}}}' for k in range(101)]
     rules += [f'.hna{{background:{NA_BG};color:#333}}', '.hfail{background:#fff;color:#000;font-weight:bold;'
               'outline:2px dashed #000;outline-offset:-3px}', '.hnone{background:#fff;color:#777}',
-              '.hpart{background-image:linear-gradient(135deg,currentColor 0 7px,transparent 7px)}']
+              '.hpart{background-image:linear-gradient(135deg,currentColor 0 7px,transparent 7px);'
+              'background-repeat:no-repeat}']
     return '\n'.join(rules)
 
 

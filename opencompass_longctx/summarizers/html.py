@@ -31,12 +31,18 @@ from opencompass_longctx.summarizers.plots import depth_plot_file, score_plot_fi
 NAMES = {'babilong': 'BABILong', 'nolima': 'NoLiMa', 'longbio': 'LongBioBench',
          'longbio_strict': 'LongBioBench (strict mode)'}
 
-RANKED_BY = {'score': 'Ranked by score: every pair of models compared on the samples and tiers both have, Holm-corrected '
-                      'over the pairs; a rank interval holds the ranks the model may have at 95%',
+RANKED_BY = {'score': 'Ranked by score: every pair of models compared on the samples and tiers both have, '
+                      'Holm-corrected over the pairs; a rank interval holds the ranks the model may have at 95%',
              'ruler': 'Ranked by the RULER effective length; a rank interval counts the models whose effective-length '
                       'interval lies wholly above or below',
              'nolima': 'Ranked by the NoLiMa effective length; a rank interval counts the models whose '
                        'effective-length interval lies wholly above or below'}
+
+TABLE_LEGEND = ('Score (%) and its 95% interval [lo, hi], always inside [0, 100]; [? k clusters]: too few clusters '
+                'for an interval; (k/n): the mean over k of the row\'s n datasets; N/A: the model cannot hold the tier; '
+                'FAIL: the task failed; -: no result; ‡: not comparable with the other models of the column (see the '
+                'footnotes); mean with *: over the tiers with a result only; eff. len 16k [8k-32k]: the effective '
+                'length and its 95% interval.')
 
 _CSS = """
 body { font-family: sans-serif; margin: 16px; color: #222; }
@@ -343,10 +349,11 @@ def _board_row(e: dict, r, tiers: Sequence[str], k: int) -> str:
     return ''.join(out) + '</tr>'
 
 
-def _effective_label(report: dict, rank_by: str) -> str:
+def _effective_rule(report: dict, rank_by: str) -> str:
+    """Which effective length the leaderboard shows: 'RULER ≥ 85.6' or 'NoLiMa 85% base'."""
     if rank_by == 'nolima':
-        return f'eff. len (NoLiMa {100 * report.get("nolima_ratio", 0.85):g}% base)'
-    return f'eff. len (RULER ≥ {report.get("ruler_threshold", 85):g})'
+        return f'NoLiMa {100 * report.get("nolima_ratio", 0.85):g}% base'
+    return f'RULER ≥ {report.get("ruler_threshold", 85):g}'
 
 
 def _leaderboard_table(report: dict, bench: str, entries: List[dict], rank_by: str) -> List[str]:
@@ -355,10 +362,12 @@ def _leaderboard_table(report: dict, bench: str, entries: List[dict], rank_by: s
     row = entries[0]['row']
     tiers = [t for t in report['bench_tiers'][bench]
              if any(t in getattr(rows.get((e['model'], bench, row)), 'cells', {}) for e in entries)]
-    head = ['rank', 'model'] + tiers + ['mean', _effective_label(report, rank_by), 'leader − model']
-    out = ['<div>', f'<h3>{_e(bench_name(bench))} <span class="small">{_e(row)}: {len(entries)} models</span></h3>',
+    head = [_e(h) for h in ['rank', 'model'] + tiers + ['mean']]
+    head += [f'eff. len<br><span class="tr">{_e(_effective_rule(report, rank_by))}</span>', 'leader − model']
+    out = ['<div>', f'<h3>{_e(bench_name(bench))} <span class="small">{_e(row)}: {len(entries)} '
+           f'model{"s" * (len(entries) != 1)}</span></h3>',
            '<div class="scroll">', f'<table class="lb" data-bench="{_e(bench)}" data-row="{_e(row)}">',
-           '<tr>' + ''.join(f'<th>{_e(h)}</th>' for h in head) + '</tr>']
+           '<tr>' + ''.join(f'<th>{h}</th>' for h in head) + '</tr>']
     out += [_board_row(e, rows.get((e['model'], bench, row)), tiers, len(entries)) for e in entries]
     return out + ['</table>', '</div>', '</div>']
 
@@ -371,7 +380,7 @@ def _key(report: dict, rank_by: str) -> List[str]:
             f'{hm.heat_td(sample)}<td class="s80 eff">80</td><td class="s70 effci">70</td></tr></table>'
             ' N/A: the model cannot hold the tier (not a 0); FAIL: the task failed; -: no result; corner mark: a '
             "partial mean (k of the row's n datasets, (k/n) in the tables); bar on a cell's right edge: the "
-            f'effective length ({_e(_effective_label(report, rank_by))}); line under cells: its 95% interval.<br>'
+            f'effective length ({_e(_effective_rule(report, rank_by))}); line under cells: its 95% interval.<br>'
             'rank <b>2-4</b>: the rank interval from the paired comparisons (the grey track is all models, the dark '
             'segment this model\'s ranks; models whose segments overlap are not told apart); #k in a cell: the rank '
             'at that tier; †: ranked on fewer tiers than the others (on the tiers it shares with each); leader − '
@@ -446,6 +455,7 @@ def _bench_section(report: dict, bench: str, entries: List[dict], plots: Dict[st
                 '</summary>'] + [_img(p, f'{bench} {row}: score vs tier') for row, p in more] + ['</details>']
     out += [f'<details><summary>{_e(bench_name(bench))}: the full tier table (every row, score and 95% interval)'
             '</summary>']
+    out.append(f'<p class="small">{_e(TABLE_LEGEND)}</p>')
     legend = _methods_legend(mine)
     out += [f'<p class="small">{_e(legend)}</p>'] if legend else []
     out += _tier_table(report['bench_tiers'][bench], mine)
@@ -507,7 +517,8 @@ def page(report: dict, table, board, plots: Sequence[str], rank_by: str = 'ruler
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              '<title>Long-context leaderboard</title>', f'<style>{_CSS}{hm.scale_css()}</style></head><body>',
              '<h1>Long-context leaderboard</h1>',
-             f'<p class="small">opencompass-longctx {_e(report.get("package_version"))}; {len(models)} models; '
+             f'<p class="small">opencompass-longctx {_e(report.get("package_version"))}; {len(models)} '
+             f'model{"s" * (len(models) != 1)}; '
              f'runs: {_e(", ".join(report.get("runs") or []))}</p>',
              '<nav class="small">' + ''.join(f'<a href="#bench-{_e(b)}">{_e(bench_name(b))}</a>' for b in benches)
              + '<a href="#tables">tables and notes</a></nav>']

@@ -7,9 +7,10 @@ nothing to draw is not written. What each plot shows is computed first as plain 
 
 Every model stays visible: each has its own color, marker, line style and a small sideways offset, so two tied
 models draw two lines; its 95% interval is a band around its line (the interval itself: asymmetric near 0 and 100),
-and the legend lists the models from the best mean down. Files are 256-color PNGs: the page inlines them. The y axis reaches below 0, so a score of 0 is a point, not the axis. A tier the model cannot
-hold (N/A) or whose task failed is marked in the model's own colour and marker below the 0 line; a partial row's
-mean (k of n datasets) is a hollow marker labelled k/n. File names are made from the benchmark, row and model
+and the legend lists the models from the best mean down. Files are 256-color PNGs: the page inlines them. The y
+axis reaches below 0, so a score of 0 is a point, not the axis. A tier the model cannot hold (N/A) or whose task
+failed is marked in the model's own colour and marker below the 0 line; a partial row's mean (k of n datasets) is a
+hollow marker labelled k/n. File names are made from the benchmark, row and model
 names by :func:`file_part`: any model abbr (``org/model``, spaces, unicode, ``..``) gives one plain file name
 inside the plot directory.
 """
