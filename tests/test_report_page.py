@@ -131,7 +131,7 @@ def test_plots_keep_every_model_visible_and_mark_na_and_partial(tmp_path, monkey
     assert not (tmp_path / 'plots' / 'org').exists()
 
     drawn = {}
-    monkeypatch.setattr(plots, '_save', lambda plt, fig, out_dir, name, **kw: drawn.setdefault(name, fig) and name)
+    monkeypatch.setattr(plots, '_save', lambda plt, fig, out_dir, name: drawn.setdefault(name, fig) and name)
     plots.plot_report(rep, str(tmp_path / 'again'))
     ax = drawn['score_vs_tier_babilong_qa1-qa5.png'].axes[0]
     assert ax.get_ylim()[0] < -5  # a score of 0 is a point above the axis' lower edge, not the edge itself

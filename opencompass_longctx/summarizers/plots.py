@@ -148,7 +148,7 @@ def _score_plot(plt, p: dict, out_dir: str) -> str:
     longest = max((len(s['label']) for s in series), default=0)
     ncol = max(1, min(1 if len(series) <= 2 else 2 if len(series) <= 6 else 3, 100 // (longest + 8)))
     rows = -(-(len(series) + 2) // ncol)   # (+ the marks' own entries)
-    fig, ax = plt.subplots(figsize=(6.4, 3.2 + 0.17 * rows))
+    fig, ax = plt.subplots(figsize=(6.4, 3.2 + 0.17 * rows), dpi=100)   # 640 px wide
     ax.axhline(0, color='#999', linewidth=0.8)
     ax.axhspan(-20, -1.5, color='#f3f3f3', zorder=0)
     band = 0.18 if len(measured) <= 4 else 0.1
@@ -200,7 +200,7 @@ def _score_plot(plt, p: dict, out_dir: str) -> str:
     ax.legend(handles=handles, fontsize=7, loc='upper center', bbox_to_anchor=(0.5, -0.17), ncol=ncol,
               frameon=False)
     fig.tight_layout()
-    return _save(plt, fig, out_dir, p['file'], dpi=100)
+    return _save(plt, fig, out_dir, p['file'])
 
 
 def _heatmap(plt, h: dict, out_dir: str) -> str:
@@ -209,7 +209,7 @@ def _heatmap(plt, h: dict, out_dir: str) -> str:
     tiers, grid = h['tiers'], h['grid']
     bins = len(grid)
     data = np.array([[np.nan if v is None else v for v in row] for row in grid], dtype=float)
-    fig, ax = plt.subplots(figsize=(max(5, 0.7 * len(tiers) + 2), 4.6))
+    fig, ax = plt.subplots(figsize=(max(5, 0.7 * len(tiers) + 2), 4.6), dpi=110)
     ax.patch.set_facecolor('white')
     ax.patch.set_hatch('///')
     ax.patch.set_edgecolor('lightgray')
@@ -229,9 +229,9 @@ def _heatmap(plt, h: dict, out_dir: str) -> str:
     return _save(plt, fig, out_dir, h['file'])
 
 
-def _save(plt, fig, out_dir: str, name: str, dpi: int = 110) -> str:
+def _save(plt, fig, out_dir: str, name: str) -> str:
     """Write the figure as a 256-color PNG (a quarter of the bytes of matplotlib's RGBA file, the same picture to
-    the eye: the page inlines these files), cropped to what is drawn."""
+    the eye: the page inlines these files), at the figure's own resolution, cropped to what is drawn."""
     import io
 
     from PIL import Image
@@ -239,7 +239,7 @@ def _save(plt, fig, out_dir: str, name: str, dpi: int = 110) -> str:
     if os.path.dirname(os.path.abspath(path)) != os.path.abspath(out_dir):
         raise ValueError(f'plot file name {name!r} leaves the plot directory {out_dir}')
     buf = io.BytesIO()
-    fig.savefig(buf, dpi=dpi, bbox_inches='tight', pad_inches=0.08)
+    fig.savefig(buf, dpi='figure', bbox_inches='tight', pad_inches=0.08)
     plt.close(fig)
     buf.seek(0)
     with Image.open(buf) as im:
