@@ -1,7 +1,8 @@
 # The README's quick start: two commands on a fresh machine with Python 3.10+ and git.
 #
 #   make demo    create .venv if it is missing, install as the README says, run the CPU demo
-#                (opencompass examples/eval_longctx_demo.py) and print where its tier table and plots are
+#                (opencompass examples/eval_longctx_demo.py), write its leaderboard page and print where the page,
+#                the tier table and the plots are
 #   make test    the same set-up plus LMDeploy's config classes, the SmolLM2 model and the Debian packages of
 #                .ci/debian-packages, then the README's test command (python -m pytest -q tests $(PYTEST_ARGS))
 #
@@ -49,10 +50,11 @@ define step
 	@set -o pipefail; SECONDS=0; { $(2); } || { rc=$$?; $(if $(4),$(4);) printf '\nmake: step "%s" failed (exit status %s)\n  command: %s\n  try:     %s\n' $(call quote,$(1)) "$$rc" $(call quote,$(2)) $(call quote,$(3)) >&2; exit $$rc; }; printf '    (make %s: %s s)\n' $(call quote,$(1)) "$$SECONDS"
 endef
 
-.PHONY: help demo test test-fast venv torch install lmdeploy smollm2 system-deps gpu-install gpu-check clean FORCE
+.PHONY: help demo docs-screenshot test test-fast venv torch install lmdeploy smollm2 system-deps gpu-install gpu-check clean FORCE
 
 help:
-	@echo 'make demo         set up .venv and run the CPU demo (prints where its tier table and plots are)'
+	@echo 'make demo         set up .venv and run the CPU demo (prints where its page, tier table and plots are)'
+	@echo 'make docs-screenshot  the demo, then a picture of its page: $(DOCS_SCREENSHOT) (in the README; needs chromium)'
 	@echo 'make test         set up .venv, LMDeploy config classes, SmolLM2, system packages; run the tests'
 	@echo 'make test-fast    the unit tests only (no opencompass process, browser or Slurm): the loop while working'
 	@echo 'make gpu-install  a GPU machine: $(GPU_VENV) with LMDeploy 0.18.0 and torch 2.10.0 (one CUDA 12.8 stack)'
@@ -142,7 +144,13 @@ gpu-check:
 demo: $(STAMP_INSTALL)
 	@mkdir -p $(dir $(DEMO_LOG))
 	$(call step,demo,$(ACTIVATE) LONGCTX_FAIL_ON_MISSING=1 opencompass examples/eval_longctx_demo.py 2>&1 | tee $(DEMO_LOG),the whole output is in $(DEMO_LOG); a dataset that failed is listed under the tier table with its log)
+	$(call step,demo page,$(ACTIVATE) python -c "$$DEMO_PAGE_PY" $(DEMO_LOG),longctx-report of the demo run failed: its output is at the end of $(DEMO_LOG))
 	@$(VENV)/bin/python -c "$$DEMO_PATHS_PY" $(DEMO_LOG)
+
+# The README's picture of the page: the demo's page, whole, at 1400 px, in 256 colors (docs/leaderboard.md).
+DOCS_SCREENSHOT ?= docs/leaderboard.png
+docs-screenshot: demo
+	$(call step,docs-screenshot,$(ACTIVATE) python -m opencompass_longctx.summarizers.browser "$$(python -c "$$DEMO_PAGE_OF_PY" $(DEMO_LOG))" $(DOCS_SCREENSHOT) --palette,install Debian's chromium (make system-deps as root) and run make docs-screenshot again)
 
 test: $(STAMP_INSTALL) lmdeploy smollm2 system-deps
 	$(call step,test,$(ACTIVATE) python -m pytest -q tests$(if $(strip $(PYTEST_ARGS)), $(PYTEST_ARGS)),rerun only what failed: make test PYTEST_ARGS="--lf -x")
@@ -158,15 +166,47 @@ clean:
 
 FORCE:
 
-# The paths the demo's summarizer wrote, read from its own log line ("long-context tier table: {...}") of this run.
-define DEMO_PATHS_PY
+# The paths the demo's summarizer wrote, read from its own log line ("long-context tier table: {...}") of this run;
+# the run's directory is the one above its summary/ folder.
+define DEMO_RUN_PY
 import ast, os, sys
+def demo_paths(log):
+    hits = [l.split('long-context tier table: ', 1)[1] for l in open(log, encoding='utf-8') if 'long-context tier table: {' in l]
+    if not hits:
+        sys.exit(f'make: step "demo" wrote no tier table (no "long-context tier table:" line in {log})')
+    return ast.literal_eval(hits[-1].strip())
+def demo_run(log):
+    return os.path.relpath(os.path.dirname(os.path.dirname(os.path.abspath(demo_paths(log)['md']))))
+def demo_page(log):
+    return os.path.relpath(os.path.join(demo_run(log), 'summary', 'longctx_leaderboard.html'))
+endef
+
+# The leaderboard page of the demo run (longctx-report RUN: into the run's summary/), its output added to the log.
+define DEMO_PAGE_PY
+$(DEMO_RUN_PY)
+import contextlib
+from opencompass_longctx.report import main
 log = sys.argv[1]
-hits = [l.split('long-context tier table: ', 1)[1] for l in open(log, encoding='utf-8') if 'long-context tier table: {' in l]
-if not hits:
-    sys.exit(f'make: step "demo" wrote no tier table (no "long-context tier table:" line in {log})')
-paths = ast.literal_eval(hits[-1].strip())
-print('\nmake demo: done. The tier table of this run:')
+with open(log, 'a', encoding='utf-8') as f, contextlib.redirect_stdout(f), contextlib.redirect_stderr(f):
+    code = main([demo_run(log)])
+if code or not os.path.isfile(demo_page(log)):
+    sys.exit(f'make: longctx-report {demo_run(log)} exited {code} without a page: read the end of {log}')
+endef
+export DEMO_PAGE_PY
+
+define DEMO_PAGE_OF_PY
+$(DEMO_RUN_PY)
+print(demo_page(sys.argv[1]))
+endef
+export DEMO_PAGE_OF_PY
+
+define DEMO_PATHS_PY
+$(DEMO_RUN_PY)
+log = sys.argv[1]
+paths = demo_paths(log)
+print('\nmake demo: done. The leaderboard page of this run (open it in a browser):')
+print('  ' + demo_page(log))
+print('its tier table:')
 for ext in ('md', 'csv', 'json'):
     print('  ' + os.path.relpath(paths[ext]))
 plots = paths.get('plots') or []

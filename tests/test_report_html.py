@@ -53,8 +53,10 @@ def test_the_page_renders_the_csv_numbers_offline(report_runs, tmp_path):
     page = out / 'longctx_leaderboard.html'
     dom = Cells()
     dom.feed(dump_dom(str(page)))
-    # self-contained: no reference leaves the file (plots are data: URIs), no script or stylesheet is loaded
-    assert dom.refs and all(ref.startswith('data:image/png;base64,') for _, ref in dom.refs), dom.refs[:3]
+    # self-contained: no reference leaves the file (plots are data: URIs, links go to the page's own sections), no
+    # script or stylesheet is loaded
+    assert dom.refs and all(ref.startswith(('data:image/png;base64,', '#')) for _, ref in dom.refs), dom.refs[:3]
+    assert any(ref.startswith('data:') for _, ref in dom.refs)
     assert not re.search(r'<(script|link)\b', page.read_text())
     # the tier table: each cell shows the CSV's score (or N/A / -), with its interval
     tier_rows = read_csv(out / 'longctx_report.csv')

@@ -1,33 +1,91 @@
-"""The merged leaderboard as one self-contained HTML page: the ranking, the tier table, the paired differences,
-the footnotes and the plots (inline base64 PNG). No external CSS, JavaScript, fonts or images: the page opens
-with no network, and can be put on a wiki as one file.
+"""The merged leaderboard as one self-contained HTML page, read from the top down:
 
-``screenshot`` renders a page with a headless Chromium (Debian's ``chromium``) into a PNG.
+1. the leaderboard: per benchmark, a model x tier table colored by score, sorted by rank, with the rank interval
+   of each model (overall and per tier, from the paired comparisons), its effective length marked in the row and
+   its difference to the leader;
+2. per benchmark: the score-vs-length plot of its ranking row beside one heatmap per model (task x tier; NoLiMa's
+   variants and needle depth x tier), the score in every cell;
+3. folded under the pictures (``<details>``): every row's plot, the full tier table with every interval, the
+   ranking's reasons, the paired differences; then failures, footnotes and notes.
+
+One color scale for every benchmark (:mod:`.heatmaps`: viridis, readable for color-blind readers, text black or
+white by contrast). No external CSS, JavaScript, fonts or images: the plots are inline PNG, the heatmaps are
+HTML tables; the page opens with no network and can be put on a wiki as one file. Every name and text is escaped
+(a model called ``<script>`` is shown, never run). Every table sits in a box that scrolls sideways on its own, so
+nothing is cut and the page is never wider than the window.
+
+The browser side (rendering, measuring, screenshots of the whole page) is :mod:`.browser`.
 """
 import base64
 import html
 import os
-import shutil
-import subprocess
-import tempfile
 from dataclasses import fields
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
+from opencompass_longctx.summarizers import heatmaps as hm
+from opencompass_longctx.summarizers.browser import (CHROMIUM_FLAGS, CHROMIUM_INSTALL, dump_dom,  # noqa: F401
+                                                     find_chromium, png_size, probe, screenshot)
 from opencompass_longctx.summarizers.formats import effective_text, shown_rows
-CHROMIUM_INSTALL = 'apt-get update && apt-get install -y --no-install-recommends chromium'
-CHROMIUM_FLAGS = ('--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-                  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-                  '--hide-scrollbars')
+from opencompass_longctx.summarizers.plots import depth_plot_file, score_plot_file
+
+NAMES = {'babilong': 'BABILong', 'nolima': 'NoLiMa', 'longbio': 'LongBioBench',
+         'longbio_strict': 'LongBioBench (strict mode)'}
+
+RANKED_BY = {'score': 'Ranked by score: every pair of models compared on the samples and tiers both have, '
+                      'Holm-corrected over the pairs; a rank interval holds the ranks the model may have at 95%',
+             'ruler': 'Ranked by the RULER effective length; a rank interval counts the models whose effective-length '
+                      'interval lies wholly above or below',
+             'nolima': 'Ranked by the NoLiMa effective length; a rank interval counts the models whose '
+                       'effective-length interval lies wholly above or below'}
+
+TABLE_LEGEND = ('Score (%) and its 95% interval [lo, hi], always inside [0, 100]; [? k clusters]: too few clusters '
+                'for an interval; (k/n): the mean over k of the row\'s n datasets; N/A: the model cannot hold the tier; '
+                'FAIL: the task failed; -: no result; ‡: not comparable with the other models of the column (see the '
+                'footnotes); mean with *: over the tiers with a result only; eff. len 16k [8k-32k]: the effective '
+                'length and its 95% interval.')
 
 _CSS = """
-body { font-family: sans-serif; margin: 1.5em; color: #222; }
-h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
-table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.85em; }
+body { font-family: sans-serif; margin: 16px; color: #222; }
+h1 { font-size: 1.4em; margin: 0 0 4px; } h2 { font-size: 1.15em; margin: 1.4em 0 0.4em; }
+h3 { font-size: 1em; margin: 0.8em 0 0.3em; }
+nav a { margin-right: 1em; }
+.small { font-size: 0.8em; color: #555; } .scroll { overflow-x: auto; max-width: 100%; }
+table { border-collapse: collapse; margin: 0.3em 0; font-size: 0.85em; }
 th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; text-align: right; white-space: nowrap; }
 th { background: #eee; } td.t { text-align: left; }
-td.sig { font-weight: bold; background: #e8f4e8; } td.untestable { color: #888; font-style: italic; } td.na { color: #888; } td.fail { color: #b00; }
-tr.g1 td.rank { background: #dfe9f7; } .small { font-size: 0.8em; color: #555; }
-img { max-width: 48%; margin: 0.3em; border: 1px solid #ddd; }
+td.sig { font-weight: bold; background: #e8f4e8; } td.untestable { color: #888; font-style: italic; }
+td.na { color: #888; } td.fail { color: #b00; }
+.boards { display: flex; flex-wrap: wrap; gap: 12px 28px; align-items: flex-start; }
+.boards > div { max-width: 100%; }
+table.lb td, table.lb th { padding: 3px 6px; }
+table.lb td.model { text-align: left; white-space: normal; overflow-wrap: anywhere; min-width: 7em; max-width: 18em; }
+table.lb td.rank { text-align: left; }
+.tr { font-size: 0.72em; opacity: 0.85; margin-left: 3px; }
+.rbar { display: block; width: 64px; height: 4px; background: #e3e3e3; margin-top: 2px; }
+.rbar span { display: block; height: 4px; background: #555; }
+.eff { box-shadow: inset -3px 0 0 #fff, inset -6px 0 0 #000; }
+.effci { box-shadow: inset 0 -3px 0 #fff, inset 0 -5px 0 #000; }
+.eff.effci { box-shadow: inset -3px 0 0 #fff, inset -6px 0 0 #000, inset 0 -3px 0 #fff, inset 0 -5px 0 #000; }
+.key { font-size: 0.8em; color: #333; margin: 8px 0; line-height: 1.9; }
+.key table { font-size: 1em; display: inline-table; vertical-align: middle; margin: 0 4px; }
+.key td { padding: 0 6px; }
+.bar { display: inline-block; vertical-align: middle; width: 240px; margin: 0 18px 10px 8px; position: relative; }
+.strip { display: block; height: 12px; border: 1px solid #999; }
+.ticks { display: block; position: relative; height: 10px; font-size: 0.85em; }
+.ticks span { position: absolute; transform: translateX(-50%); }
+.pair { display: flow-root; }
+.pair figure { float: left; margin: 0 18px 10px 0; max-width: 100%; }
+figcaption { font-size: 0.8em; color: #555; max-width: 640px; }
+img { max-width: 100%; height: auto; border: 1px solid #ddd; }
+.model-heats { display: inline-flex; flex-wrap: wrap; gap: 6px; align-items: flex-start; vertical-align: top;
+  max-width: 100%; margin: 0 14px 10px 0; }
+table.heat { font-size: 11px; margin: 0; }
+table.heat caption { text-align: left; font-weight: bold; font-size: 1.05em; padding: 2px 0; max-width: 30em;
+  overflow-wrap: anywhere; }
+table.heat th { background: #fff; border: none; padding: 1px 4px; font-weight: normal; color: #444; }
+table.heat td { border: 1px solid #fff; padding: 1px 3px; min-width: 2.1em; text-align: center; }
+table.heat tr.mean th { font-style: italic; } table.heat tr.mean td { border-top: 2px solid #222; }
+details { margin: 0.6em 0; } summary { cursor: pointer; color: #124; }
 """
 
 
@@ -37,7 +95,8 @@ def _e(v) -> str:
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[tuple]], cls: str) -> List[str]:
     """rows: [(text, css class, {data attributes}[, title])] per cell; every text and attribute escaped."""
-    out = [f'<table class="{cls}">', '<tr>' + ''.join(f'<th>{_e(h)}</th>' for h in head) + '</tr>']
+    out = ['<div class="scroll">', f'<table class="{cls}">',
+           '<tr>' + ''.join(f'<th>{_e(h)}</th>' for h in head) + '</tr>']
     for row in rows:
         cells = []
         for text, klass, data, *title in row:
@@ -45,7 +104,7 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[tuple]], cls: str) -> Li
             attrs += f' title="{_e(title[0])}"' if title and title[0] else ''
             cells.append(f'<td class="{_e(klass)}"{attrs}>{_e(text)}</td>')
         out.append('<tr>' + ''.join(cells) + '</tr>')
-    return out + ['</table>']
+    return out + ['</table>', '</div>']
 
 
 def interval_note(cell) -> str:
@@ -57,9 +116,9 @@ def interval_note(cell) -> str:
     return '; '.join(p for p in parts if p)
 
 
-def _tier_table(report: dict, rows: list) -> List[str]:
-    tiers = report['tiers']
-    head = ['model', 'benchmark', 'row'] + tiers + ['mean', 'eff. len (NoLiMa)', 'eff. len (RULER)']
+def _tier_table(tiers: Sequence[str], rows: list) -> List[str]:
+    """The full tier table of some rows: each cell's score and 95% interval, its marks; hover for the method."""
+    head = ['model', 'benchmark', 'row'] + list(tiers) + ['mean', 'eff. len (NoLiMa)', 'eff. len (RULER)']
     out = []
     for r in rows:
         cells = [(r.model, 't', None), (r.bench, 't', None), (r.row, 't', None)]
@@ -172,7 +231,7 @@ def _board(board, report: dict, rank_by: str) -> List[str]:
         a, b = vs.get('a', e.get('leader')), vs.get('b', e['model'])
         diff = vs.get('diff')
         text = direction_text(a, b, diff, starred(vs)) if diff is not None else vs.get('note', '')
-        rows.append([(e['bench'], 't', None), (e['row'], 't', None), (e['rank'], 'rank', None),
+        rows.append([(e['bench'], 't', None), (e['row'], 't', None), (e.get('rank_text') or e['rank'], 'rank', None),
                      (e['model'], 't', dict(bench=e['bench'], rank=e['rank'])),
                      (effective_text(dict(eff, contiguous=e.get('effective'))), '', None),
                      ('-' if e['mean'] is None else f'{e["mean"]:.1f}', '', None),
@@ -214,83 +273,271 @@ def methods_text() -> str:
         f'({compare.RESAMPLES} resamples, seeded).')
 
 
+def bench_name(bench: str) -> str:
+    return NAMES.get(bench, bench)
+
+
+def _rank_bar(lo: int, hi: int, k: int) -> str:
+    """Where a rank interval lies among k models: a dark segment on a grey track (overlapping bars: not told apart)."""
+    left, width = 100.0 * (lo - 1) / k, 100.0 * (hi - lo + 1) / k
+    return f'<span class="rbar"><span style="margin-left:{left:.1f}%;width:{width:.1f}%"></span></span>'
+
+
+def _tier_index(tiers: Sequence[str], name: Optional[str]) -> Optional[int]:
+    """A tier's column; -1 for '<first' (below every tier); None for none."""
+    if not name:
+        return None
+    return -1 if name.startswith('<') else tiers.index(name) if name in tiers else None
+
+
+def _eff_classes(tiers: Sequence[str], point: Optional[str], interval) -> Dict[str, str]:
+    """{tier: 'eff' / 'effci' / both}: the effective length's tier (a bar on its right edge) and its 95% interval
+    (a line under the tiers it spans)."""
+    out = {}
+    at = _tier_index(tiers, point)
+    if at is not None and at >= 0:
+        out[tiers[at]] = 'eff'
+    if interval and None not in tuple(interval)[:2]:
+        lo, hi = _tier_index(tiers, interval[0]), _tier_index(tiers, interval[1])
+        if lo is not None and hi is not None:
+            for t in tiers[max(lo, 0):hi + 1]:
+                out[t] = (out.get(t, '') + ' effci').strip()
+    return out
+
+
+def _vs_text(vs: Optional[dict]) -> str:
+    """'+13.3 [+5.0, +20.0] *': the leader's score minus this model's over the tiers both have."""
+    if not vs:
+        return ''
+    if vs.get('diff') is None:
+        return vs.get('note') or ''
+    interval = '' if vs.get('lo') is None else f' [{vs["lo"]:+.1f}, {vs["hi"]:+.1f}]'
+    return f'{vs["diff"]:+.1f}{interval}' + (' *' if starred(vs) else '')
+
+
+def _vs_title(vs: Optional[dict]) -> str:
+    if not vs or vs.get('diff') is None:
+        return ''
+    p = vs.get('p_holm')
+    return (direction_text(vs.get('a', ''), vs.get('b', ''), vs['diff']) + f'; {method_text(vs)}'
+            + ('' if p is None else f'; p (Holm) = {p:.3g}'))
+
+
+def _board_row(e: dict, r, tiers: Sequence[str], k: int) -> str:
+    """One model's line of the colored leaderboard."""
+    from opencompass_longctx.stats.ranks import rank_text
+    lo, hi = e['rank'], e.get('rank_hi', e['rank'])
+    rank = _e(e.get('rank_text') or rank_text((lo, hi))) + (' †' if e.get('partial') else '')
+    marks = _eff_classes(tiers, e.get('effective'), e.get('effective_interval'))
+    out = [f'<tr data-model="{_e(e["model"])}">',
+           f'<td class="rank" title="{_e(e.get("decision") or "")}">{rank}{_rank_bar(lo, hi, k)}</td>',
+           f'<td class="t model">{_e(e["model"])}</td>']
+    for t in tiers:
+        cell = hm.cell_of(r.cells.get(t) if r else None, f'{e["model"]} at {t}')
+        tr = e.get('tier_ranks', {}).get(t)
+        extra = f'<span class="tr">#{_e(rank_text(tuple(tr)))}</span>' if tr else ''
+        if tr:
+            cell.title += f'; rank at {t}: {rank_text(tuple(tr))} of the models with a score there'
+        out.append(hm.heat_td(cell, 1, extra, marks.get(t, ''), f' data-tier="{_e(t)}"'))
+    mean = e.get('mean')
+    out.append(hm.heat_td(hm.HeatCell('ok', mean, f'mean over its tiers: {mean:.1f}'), 1) if mean is not None
+               else '<td class="hnone">-</td>')
+    out.append(f'<td>{_e(effective_text(dict(contiguous=e.get("effective"), interval=e.get("effective_interval"))))}'
+               '</td>')
+    vs = e.get('vs')
+    out.append(f'<td class="t" title="{_e(_vs_title(vs))}">{_e(_vs_text(vs))}</td>')
+    return ''.join(out) + '</tr>'
+
+
+def _effective_rule(report: dict, rank_by: str) -> str:
+    """Which effective length the leaderboard shows: 'RULER ≥ 85.6' or 'NoLiMa 85% base'."""
+    if rank_by == 'nolima':
+        return f'NoLiMa {100 * report.get("nolima_ratio", 0.85):g}% base'
+    return f'RULER ≥ {report.get("ruler_threshold", 85):g}'
+
+
+def _leaderboard_table(report: dict, bench: str, entries: List[dict], rank_by: str) -> List[str]:
+    """A benchmark's ranking row as a model x tier table colored by score, in rank order."""
+    rows = {(r.model, r.bench, r.row): r for r in report['rows']}
+    row = entries[0]['row']
+    tiers = [t for t in report['bench_tiers'][bench]
+             if any(t in getattr(rows.get((e['model'], bench, row)), 'cells', {}) for e in entries)]
+    head = [_e(h) for h in ['rank', 'model'] + tiers + ['mean']]
+    head += [f'eff. len<br><span class="tr">{_e(_effective_rule(report, rank_by))}</span>', 'leader − model']
+    out = ['<div>', f'<h3>{_e(bench_name(bench))} <span class="small">{_e(row)}: {len(entries)} '
+           f'model{"s" * (len(entries) != 1)}</span></h3>',
+           '<div class="scroll">', f'<table class="lb" data-bench="{_e(bench)}" data-row="{_e(row)}">',
+           '<tr>' + ''.join(f'<th>{h}</th>' for h in head) + '</tr>']
+    out += [_board_row(e, rows.get((e['model'], bench, row)), tiers, len(entries)) for e in entries]
+    return out + ['</table>', '</div>', '</div>']
+
+
+def _key(report: dict, rank_by: str) -> List[str]:
+    """What every color, mark and symbol of the page means."""
+    sample = hm.HeatCell('ok', 55.0, partial='3/5')
+    return ['<div class="key">', f'Score (%): {hm.legend_bar()} the same scale on every benchmark and heatmap; '
+            '<table><tr><td class="hna">N/A</td><td class="hfail">FAIL</td><td class="hnone">-</td>'
+            f'{hm.heat_td(sample)}<td class="s80 eff">80</td><td class="s70 effci">70</td></tr></table>'
+            ' N/A: the model cannot hold the tier (not a 0); FAIL: the task failed; -: no result; corner mark: a '
+            "partial mean (k of the row's n datasets, (k/n) in the tables); bar on a cell's right edge: the "
+            f'effective length ({_e(_effective_rule(report, rank_by))}); line under cells: its 95% interval.<br>'
+            'rank <b>2-4</b>: the rank interval from the paired comparisons (the grey track is all models, the dark '
+            'segment this model\'s ranks; models whose segments overlap are not told apart); #k in a cell: the rank '
+            'at that tier; †: ranked on fewer tiers than the others (on the tiers it shares with each); leader − '
+            'model: the leader\'s score minus this model\'s, 95% interval [lo, hi], * significant after Holm. In '
+            'the tables: [lo, hi] the 95% interval, always inside [0, 100]; [? k clusters]: too few clusters for an '
+            'interval (? in the heatmaps); ‡: not comparable with the other models (another data set or scoring, '
+            'see the footnotes); (k/n): a mean over k of the row\'s n datasets; a mean with *: over the tiers with a '
+            'result only; A - B with *: significant. Hover any cell for its numbers.',
+            '</div>']
+
+
+def _leaderboard(report: dict, board: Sequence[dict], rank_by: str) -> List[str]:
+    by_bench: Dict[str, List[dict]] = {}
+    for e in board:
+        by_bench.setdefault(e['bench'], []).append(e)
+    out = ['<section id="leaderboard">', '<h2>Leaderboard</h2>',
+           f'<p class="small">{_e(RANKED_BY.get(rank_by, rank_by))} (the rule and each rank\'s reason: under "Tables '
+           'and notes").</p>', '<div class="boards">']
+    for bench, entries in by_bench.items():
+        out += _leaderboard_table(report, bench, entries, rank_by)
+    return out + ['</div>'] + _key(report, rank_by) + ['</section>']
+
+
+def _img(path: str, alt: str) -> str:
+    with open(path, 'rb') as f:
+        data = f.read()
+    try:
+        w, h = png_size(path)
+        size = f' width="{w}" height="{h}"'
+    except ValueError:
+        size = ''
+    return f'<img alt="{_e(alt)}"{size} src="data:image/png;base64,{base64.b64encode(data).decode()}">'
+
+
+def _heatmaps(report: dict, bench: str, models: Sequence[str], depth: dict, ranks: Dict[str, str]) -> List[str]:
+    """One block per model: its task x tier heatmap and, where the benchmark records depths, its depth x tier one.
+    The blocks flow beside the plot, then under it, as many to a line as the window holds."""
+    out = []
+    for m in models:
+        grids = [(hm.task_grid(report, bench, m), ''), (depth.get((bench, m)), 'needle depth')]
+        grids = [(g, what) for g, what in grids if g is not None]
+        if not grids:
+            continue
+        name = (f'#{ranks[m]} ' if m in ranks else '') + m
+        out.append('<div class="model-heats">')
+        for g, what in grids:
+            out += hm.heat_table(g, what or name)
+        out.append('</div>')
+    return out
+
+
+def _bench_section(report: dict, bench: str, entries: List[dict], plots: Dict[str, str], depth: dict,
+                   rows: list) -> List[str]:
+    """A benchmark's pictures (its ranking row's plot beside the models' heatmaps), then its folded details."""
+    ranking_row = entries[0]['row'] if entries else next((r.row for r in rows if r.bench == bench), None)
+    ranked = [e['model'] for e in entries]
+    models = ranked + [m for m in dict.fromkeys(r.model for r in rows if r.bench == bench) if m not in ranked]
+    ranks = {e['model']: e.get('rank_text') or str(e['rank']) for e in entries}
+    mine = [r for r in rows if r.bench == bench]
+    main = plots.pop(score_plot_file(bench, ranking_row), None) if ranking_row else None
+    out = [f'<section class="bench" id="bench-{_e(bench)}">', f'<h2>{_e(bench_name(bench))}</h2>',
+           f'<p class="small">{_e(report_notes(bench))}</p>', '<div class="pair">']
+    if main:
+        out += ['<figure>', _img(main, f'{bench} {ranking_row}: score vs tier'),
+                f'<figcaption>{_e(ranking_row)}: score vs length, one line per model, the band its 95% interval.'
+                '</figcaption>', '</figure>']
+    out += _heatmaps(report, bench, models, depth, ranks) + ['</div>']
+    more = [(row, plots.pop(score_plot_file(bench, row))) for row in dict.fromkeys(r.row for r in mine)
+            if score_plot_file(bench, row) in plots]
+    if more:
+        out += [f'<details><summary>Score vs length: the other rows of {_e(bench_name(bench))} ({len(more)})'
+                '</summary>'] + [_img(p, f'{bench} {row}: score vs tier') for row, p in more] + ['</details>']
+    out += [f'<details><summary>{_e(bench_name(bench))}: the full tier table (every row, score and 95% interval)'
+            '</summary>']
+    out.append(f'<p class="small">{_e(TABLE_LEGEND)}</p>')
+    legend = _methods_legend(mine)
+    out += [f'<p class="small">{_e(legend)}</p>'] if legend else []
+    out += _tier_table(report['bench_tiers'][bench], mine)
+    left_out = sorted({f'{bench} {r.row}' for r in report['rows'] if r.bench == bench} - {f'{bench} {r.row}'
+                                                                                         for r in mine})
+    if left_out:
+        out.append(f'<p class="small">Left out (no value for any model): {_e(", ".join(left_out))}.</p>')
+    return out + ['</details>', '</section>']
+
+
+def report_notes(bench: str) -> str:
+    """What the benchmark's scores are (its spec's own words)."""
+    from opencompass_longctx.summarizers.rows import bench_by_name
+    try:
+        return bench_by_name(bench).notes
+    except KeyError:
+        return ''
+
+
+def _tables(report: dict, table, board, rank_by: str) -> List[str]:
+    """The ranking's reasons and the paired differences, folded."""
+    from opencompass_longctx.summarizers.compare import FULL_TABLE_UP_TO
+    out = []
+    if board:
+        out += ['<details><summary>Ranking per benchmark: the comparison with the leader and the reason for each '
+                'rank</summary>', f'<p class="small">{_e(rank_rule(rank_by))} "leader - model = +4.0": the leader '
+                'scores 4.0 points more than this model; *: significant; not testable: the difference has no variance '
+                'to test, never starred.</p>'] + _board(board, report, rank_by) + ['</details>']
+    models = {r.model for r in report['rows']}
+    if table and len(models) > FULL_TABLE_UP_TO:
+        out.append(f'<p class="small">Paired differences: {len(models)} models, {len(table)} comparisons; the '
+                   'table is in longctx_compare.csv and longctx_compare.json beside this page.</p>')
+    elif table:
+        out += [f'<details><summary>Paired differences ({len(table)} comparisons)</summary>',
+                '<p class="small">A - B in percentage points over the samples both models ran (positive: A scores '
+                f'more; hover a difference for its names), 95% interval. {_e(methods_text())}</p>']
+        out += _paired_table(table) + ['</details>']
+    return out
+
+
+def _folded_list(title: str, items: Sequence[str]) -> List[str]:
+    if not items:
+        return []
+    return ([f'<details><summary>{_e(title)} ({len(items)})</summary>', '<ul class="small">']
+            + [f'<li>{_e(x)}</li>' for x in items] + ['</ul>', '</details>'])
+
+
 def page(report: dict, table, board, plots: Sequence[str], rank_by: str = 'ruler') -> str:
     """The page as one string (plots read from their PNG files and inlined)."""
     rows = shown_rows(report)
+    benches = list(dict.fromkeys(list(report['bench_tiers']) + [r.bench for r in rows]))
+    benches = [b for b in benches if any(r.bench == b for r in rows)]
+    by_file = {os.path.basename(p): p for p in plots}
+    depth = {k: g for k, g in hm.depth_grids(report).items()}
+    for bench, model in depth:   # shown as HTML heatmaps: their PNG files stay in the plot folder only
+        by_file.pop(depth_plot_file(bench, model), None)
+    models = list(dict.fromkeys(r.model for r in report['rows']))
     parts = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
-             '<title>Long-context leaderboard</title>', f'<style>{_CSS}</style></head><body>',
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             '<title>Long-context leaderboard</title>', f'<style>{_CSS}{hm.scale_css()}</style></head><body>',
              '<h1>Long-context leaderboard</h1>',
-             f'<p class="small">opencompass-longctx {_e(report.get("package_version"))}; '
-             f'runs: {_e(", ".join(report.get("runs") or []))}</p>']
+             f'<p class="small">opencompass-longctx {_e(report.get("package_version"))}; {len(models)} '
+             f'model{"s" * (len(models) != 1)}; '
+             f'runs: {_e(", ".join(report.get("runs") or []))}</p>',
+             '<nav class="small">' + ''.join(f'<a href="#bench-{_e(b)}">{_e(bench_name(b))}</a>' for b in benches)
+             + '<a href="#tables">tables and notes</a></nav>']
     if board:
-        parts += ['<h2>Ranking per benchmark</h2>',
-                  f'<p class="small">{_e(rank_rule(rank_by))} "leader - model = +4.0": the group leader scores 4.0 '
-                  'points more than this model; *: significant; not testable: the difference has no variance to '
-                  'test, never starred.</p>']
-        parts += _board(board, report, rank_by)
-    left_out = sorted({f'{r.bench} {r.row}' for r in report['rows']} - {f'{r.bench} {r.row}' for r in rows})
-    parts += ['<h2>Tier table</h2>', '<p class="small">Score (%) ± the half-width of its 95% interval; (k/n): the '
-              'mean over k of the row\'s n datasets; N/A: the model cannot hold the tier; -: no result; FAIL: the task '
-              'failed; ‡: not comparable with the other models of the column (see below); eff. len: the effective '
-              'length and, in brackets, its 95% interval where it has one.</p>']
-    legend = _methods_legend(rows)
-    if legend:
-        parts.append(f'<p class="small">{_e(legend)}</p>')
-    parts += _tier_table(report, rows)
-    if left_out:
-        parts.append(f'<p class="small">Left out (no value for any model): {_e(", ".join(left_out))}.</p>')
+        parts += _leaderboard(report, board, rank_by)
+    else:
+        parts += _key(report, rank_by)
+    for bench in benches:
+        entries = [e for e in board or [] if e['bench'] == bench]
+        parts += _bench_section(report, bench, entries, by_file, depth, rows)
+    parts += ['<section id="tables">', '<h2>Tables and notes</h2>'] + _tables(report, table, board, rank_by)
+    parts += _list('Failed or missing', [f.line() for f in report.get('failures') or []])
     for mark, why in (report.get('footnotes') or {}).items():
         parts += _list(f'{mark} Not comparable', why)
     parts += _published(report, rows)
-    if table:
-        parts += ['<h2>Paired differences</h2>',
-                  '<p class="small">A - B in percentage points over the samples both models ran (positive: A scores '
-                  f'more; hover a difference for its names), 95% interval. {_e(methods_text())}</p>']
-        parts += _paired_table(table)
-    parts += _list('Failed or missing', [f.line() for f in report.get('failures') or []])
-    parts += _list('Runs and merge notes', list(report.get('runs') or []) + list(report.get('merge_notes') or []))
-    parts += _list('Notes', list(report.get('partial') or []) + list(report.get('notes') or []))
-    if plots:
-        parts += ['<h2>Plots</h2>', '<p class="small">One marker and line style per model, shifted sideways a little '
-                  'so tied models stay visible; hollow marker with k/n: a partial row; marks below the 0 line: N/A or '
-                  'FAIL at that tier, in the model\'s colour and marker.</p>', '<div>']
-        for p in plots:
-            with open(p, 'rb') as f:
-                data = base64.b64encode(f.read()).decode()
-            parts.append(f'<img alt="{_e(os.path.basename(p))}" src="data:image/png;base64,{data}">')
-        parts.append('</div>')
-    return '\n'.join(parts + ['</body></html>']) + '\n'
-
-
-def find_chromium() -> Optional[str]:
-    for name in ('chromium', 'chromium-browser', 'google-chrome'):
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
-def _chromium(args: Sequence[str], timeout: int = 120) -> subprocess.CompletedProcess:
-    exe = find_chromium()
-    if exe is None:
-        raise RuntimeError(f'no headless browser: install Debian\'s chromium ({CHROMIUM_INSTALL})')
-    with tempfile.TemporaryDirectory(prefix='longctx-chromium-') as profile:
-        return subprocess.run([exe, *CHROMIUM_FLAGS, f'--user-data-dir={profile}', *args], capture_output=True,
-                              text=True, timeout=timeout)
-
-
-def dump_dom(html_path: str) -> str:
-    """The page's DOM after the browser rendered it."""
-    proc = _chromium(['--dump-dom', 'file://' + os.path.abspath(html_path)])
-    if proc.returncode != 0 or '<table' not in proc.stdout:
-        raise RuntimeError(f'chromium could not render {html_path} (exit {proc.returncode}): {proc.stderr[-2000:]}')
-    return proc.stdout
-
-
-def screenshot(html_path: str, png_path: str, width: int = 1400, height: int = 1800) -> str:
-    proc = _chromium([f'--screenshot={os.path.abspath(png_path)}', f'--window-size={width},{height}',
-                      '--run-all-compositor-stages-before-draw', '--virtual-time-budget=5000',
-                      'file://' + os.path.abspath(html_path)])
-    if proc.returncode != 0 or not os.path.isfile(png_path):
-        raise RuntimeError(f'chromium wrote no screenshot of {html_path} (exit {proc.returncode}): '
-                           f'{proc.stderr[-2000:]}')
-    return png_path
+    parts += _folded_list('Runs and merge notes', list(report.get('runs') or []) + list(report.get('merge_notes')
+                                                                                       or []))
+    parts += _folded_list('Notes', list(report.get('partial') or []) + list(report.get('notes') or []))
+    if by_file:
+        parts += [f'<details><summary>Other plots ({len(by_file)})</summary>']
+        parts += [_img(p, name) for name, p in by_file.items()] + ['</details>']
+    return '\n'.join(parts + ['</section>', '</body></html>']) + '\n'

@@ -5,10 +5,12 @@ Each plot's x axis is its own benchmark's tiers (BABILong plots do not get NoLiM
 nothing to draw is not written. What each plot shows is computed first as plain data (``score_plots``,
 ``heatmaps``), then drawn.
 
-Every model stays visible: each has its own marker, line style and a small sideways offset, so two tied models
-draw two lines. The y axis reaches below 0, so a score of 0 is a point, not the axis. A tier the model cannot
-hold (N/A) or whose task failed is marked in the model's own colour and marker below the 0 line; a partial row's
-mean (k of n datasets) is a hollow marker labelled k/n. File names are made from the benchmark, row and model
+Every model stays visible: each has its own color, marker, line style and a small sideways offset, so two tied
+models draw two lines; its 95% interval is a band around its line (the interval itself: asymmetric near 0 and 100),
+and the legend lists the models from the best mean down. Files are 256-color PNGs: the page inlines them. The y
+axis reaches below 0, so a score of 0 is a point, not the axis. A tier the model cannot hold (N/A) or whose task
+failed is marked in the model's own colour and marker below the 0 line; a partial row's mean (k of n datasets) is a
+hollow marker labelled k/n. File names are made from the benchmark, row and model
 names by :func:`file_part`: any model abbr (``org/model``, spaces, unicode, ``..``) gives one plain file name
 inside the plot directory.
 """
@@ -37,6 +39,16 @@ def file_part(text: str) -> str:
 
 def _name(text: str) -> str:
     return file_part(text.replace(' ', '_'))
+
+
+def score_plot_file(bench: str, row: str) -> str:
+    """The file name of a benchmark row's score-vs-tier plot."""
+    return f'score_vs_tier_{_name(bench)}_{_name(row)}.png'
+
+
+def depth_plot_file(bench: str, model: str) -> str:
+    """The file name of a model's depth x tier heatmap of a benchmark."""
+    return f'depth_{_name(bench)}_{file_part(model)}.png'
 
 
 def _plain(text: str) -> str:
@@ -81,23 +93,25 @@ def score_plots(report: dict) -> List[dict]:
                                    y=[r.published[tiers[i]] for i in px], err=None, published=True, partial={},
                                    na=[], failed=[]))
         if any(s['x'] for s in series):
-            out.append(dict(file=f'score_vs_tier_{_name(bench)}_{_name(row)}.png', title=f'{bench} {row}: score vs tier',
+            out.append(dict(file=score_plot_file(bench, row), title=f'{bench} {row}: score vs tier',
                             tiers=tiers, series=series, na=na))
     return out
 
 
 def heatmaps(report: dict) -> List[dict]:
-    """One entry per (benchmark, model) with per-sample depths: {file, title, tiers, grid} where grid[bin][j] is
-    the accuracy (%) of the samples in that depth bin at tiers[j], or None (no sample there)."""
+    """One entry per (benchmark, model) with per-sample depths: {file, title, bench, model, tiers, grid, counts} where
+    grid[bin][j] is the accuracy (%) of the samples in that depth bin at tiers[j], or None (no sample there), and
+    counts[bin][j] its (correct, samples)."""
     out = []
     for bench, by_model in report.get('depth', {}).items():
         tiers = report['bench_tiers'][bench]
         for model, by_tier in by_model.items():
             bins = len(next(iter(by_tier.values())))
-            grid = [[None if t not in by_tier or not by_tier[t][b][1] else 100.0 * by_tier[t][b][0] / by_tier[t][b][1]
-                     for t in tiers] for b in range(bins)]
-            out.append(dict(file=f'depth_{_name(bench)}_{file_part(model)}.png',
-                            title=f'{bench}: accuracy by depth and tier ({model})', tiers=tiers, grid=grid))
+            counts = [[tuple(by_tier[t][b]) if t in by_tier else (0, 0) for t in tiers] for b in range(bins)]
+            grid = [[100.0 * c / n if n else None for c, n in row] for row in counts]
+            out.append(dict(file=depth_plot_file(bench, model), bench=bench, model=model,
+                            title=f'{bench}: accuracy by depth and tier ({model})', tiers=tiers, grid=grid,
+                            counts=counts))
     return out
 
 
@@ -113,31 +127,51 @@ def plot_report(report: dict, out_dir: str) -> List[str]:
     return [_score_plot(plt, p, out_dir) if 'series' in p else _heatmap(plt, p, out_dir) for p in planned]
 
 
+def _colors(plt, n: int) -> list:
+    """One color per model: matplotlib's ten-color cycle, its twenty-color table beyond ten models."""
+    cmap = plt.get_cmap('tab10' if n <= 10 else 'tab20')
+    return [cmap(k % cmap.N) for k in range(n)]
+
+
 def _score_plot(plt, p: dict, out_dir: str) -> str:
+    """Each model a line with its 95% interval as a band (asymmetric near 0 and 100: the interval itself, not a
+    +-); the legend, under the plot, lists the models from the best mean to the worst. 640 px wide: it sits beside
+    the heatmaps on the page at its own size."""
     from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
     tiers, series = p['tiers'], p['series']
     measured = [s for s in series if not s['published']]
     step = min(0.12, 0.6 / max(1, len(measured)))
     offset = {s['model']: (k - (len(measured) - 1) / 2) * step for k, s in enumerate(measured)}
-    style = {s['model']: (MARKERS[k % len(MARKERS)], LINESTYLES[k % len(LINESTYLES)]) for k, s in enumerate(measured)}
-    fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(tiers) + 2) + 3, 4.6))
+    style = {s['model']: (MARKERS[k % len(MARKERS)], LINESTYLES[k % len(LINESTYLES)], color)
+             for k, (s, color) in enumerate(zip(measured, _colors(plt, len(measured))))}
+    longest = max((len(s['label']) for s in series), default=0)
+    ncol = max(1, min(1 if len(series) <= 2 else 2 if len(series) <= 6 else 3, 100 // (longest + 8)))
+    rows = -(-(len(series) + 2) // ncol)   # (+ the marks' own entries)
+    fig, ax = plt.subplots(figsize=(6.4, 3.2 + 0.17 * rows), dpi=100)   # 640 px wide
     ax.axhline(0, color='#999', linewidth=0.8)
     ax.axhspan(-20, -1.5, color='#f3f3f3', zorder=0)
-    extra = []
+    band = 0.18 if len(measured) <= 4 else 0.1
+    order = {}
     for s in series:
-        marker, line = style.get(s['model'], ('x', '--'))
+        marker, line, color = style.get(s['model'], ('x', '--', None))
         dx = offset.get(s['model'], 0.0)
         xs = [x + dx for x in s['x']]
         if s['published']:
-            ax.plot(xs, s['y'], linestyle=(0, (2, 2)), marker='x', alpha=0.7, label=_plain(s['label']))
+            drawn = ax.plot(xs, s['y'], linestyle=(0, (2, 2)), marker='x', alpha=0.7, color=color,
+                            label=_plain(s['label']))[0]
+            order[drawn] = (1, 0.0)
             continue
-        err = [[max(e[0], 0.0) for e in s['err']], [max(e[1], 0.0) for e in s['err']]]   # (the interval: asymmetric)
-        bars = ax.errorbar(xs, s['y'], yerr=err, marker=marker, linestyle=line, capsize=3, markersize=6,
-                           label=_plain(s['label']))
-        color = bars.lines[0].get_color()
+        drawn = ax.plot(xs, s['y'], marker=marker, linestyle=line, markersize=5, color=color,
+                        label=_plain(s['label']))[0]
+        order[drawn] = (0, -sum(s['y']) / len(s['y']) if s['y'] else 0.0)
+        lo = [y - max(e[0], 0.0) for y, e in zip(s['y'], s['err'])]
+        hi = [y + max(e[1], 0.0) for y, e in zip(s['y'], s['err'])]
+        if any(a != b for a, b in zip(lo, hi)):
+            ax.fill_between(xs, lo, hi, color=color, alpha=band, linewidth=0)
         for x, text in s['partial'].items():  # a partial mean: hollow marker and its k/n
             y = s['y'][s['x'].index(x)]
-            ax.plot([x + dx], [y], marker=marker, markersize=9, markerfacecolor='white', color=color, zorder=4)
+            ax.plot([x + dx], [y], marker=marker, markersize=8, markerfacecolor='white', color=color, zorder=4)
             ax.annotate(text, (x + dx, y), textcoords='offset points', xytext=(6, 4), fontsize=7, color=color)
         for xs_mark, text in ((s['na'], 'N/A'), (s['failed'], 'FAIL')):
             for x in xs_mark:
@@ -145,12 +179,15 @@ def _score_plot(plt, p: dict, out_dir: str) -> str:
                         linestyle='none', zorder=4)
                 ax.annotate(text, (x + dx, NA_Y), textcoords='offset points', xytext=(0, -5), ha='center',
                             va='top', rotation=90, fontsize=6, color=color)
+    handles = sorted(order, key=lambda h: order[h])
     if any(s['partial'] for s in measured):
-        extra.append(Line2D([], [], marker='o', markerfacecolor='white', color='gray', linestyle='none',
-                            label='hollow, k/n: mean over k of n datasets'))
+        handles.append(Line2D([], [], marker='o', markerfacecolor='white', color='gray', linestyle='none',
+                              label='hollow, k/n: mean over k of n datasets'))
     if any(s['na'] or s['failed'] for s in measured):
-        extra.append(Line2D([], [], marker='s', color='#f3f3f3', linestyle='none', markersize=9,
-                            label='below 0: N/A (cannot hold the tier) / FAIL'))
+        handles.append(Line2D([], [], marker='s', color='#f3f3f3', linestyle='none', markersize=9,
+                              label='below 0: N/A (cannot hold the tier) / FAIL'))
+    if any(s['err'] for s in measured):
+        handles.append(Patch(color='gray', alpha=0.3, label='band: 95% interval'))
     ax.set_xticks(range(len(tiers)))
     ax.set_xticklabels(tiers)
     ax.set_xlim(-0.5, len(tiers) - 0.5)
@@ -160,8 +197,8 @@ def _score_plot(plt, p: dict, out_dir: str) -> str:
     ax.set_ylabel('score (%)')
     ax.set_title(_plain(p['title']))
     ax.grid(alpha=0.3)
-    handles, labels = ax.get_legend_handles_labels()
-    ax.legend(handles=handles + extra, fontsize=7, loc='upper left', bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.legend(handles=handles, fontsize=7, loc='upper center', bbox_to_anchor=(0.5, -0.17), ncol=ncol,
+              frameon=False)
     fig.tight_layout()
     return _save(plt, fig, out_dir, p['file'])
 
@@ -172,11 +209,11 @@ def _heatmap(plt, h: dict, out_dir: str) -> str:
     tiers, grid = h['tiers'], h['grid']
     bins = len(grid)
     data = np.array([[np.nan if v is None else v for v in row] for row in grid], dtype=float)
-    fig, ax = plt.subplots(figsize=(max(5, 0.7 * len(tiers) + 2), 4.6))
+    fig, ax = plt.subplots(figsize=(max(5, 0.7 * len(tiers) + 2), 4.6), dpi=110)
     ax.patch.set_facecolor('white')
     ax.patch.set_hatch('///')
     ax.patch.set_edgecolor('lightgray')
-    im = ax.imshow(data, aspect='auto', origin='upper', cmap='RdYlGn', vmin=0, vmax=100)
+    im = ax.imshow(data, aspect='auto', origin='upper', cmap='viridis', vmin=0, vmax=100)
     ax.set_xticks(range(len(tiers)))
     ax.set_xticklabels(tiers)
     ax.set_yticks(range(bins))
@@ -193,9 +230,19 @@ def _heatmap(plt, h: dict, out_dir: str) -> str:
 
 
 def _save(plt, fig, out_dir: str, name: str) -> str:
+    """Write the figure as a 256-color PNG (a quarter of the bytes of matplotlib's RGBA file, the same picture to
+    the eye: the page inlines these files), at the figure's own resolution, cropped to what is drawn."""
+    import io
+
+    from PIL import Image
     path = os.path.join(out_dir, name)
     if os.path.dirname(os.path.abspath(path)) != os.path.abspath(out_dir):
         raise ValueError(f'plot file name {name!r} leaves the plot directory {out_dir}')
-    fig.savefig(path, dpi=110)
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi='figure', bbox_inches='tight', pad_inches=0.08)
     plt.close(fig)
+    buf.seek(0)
+    with Image.open(buf) as im:
+        im.convert('RGB').quantize(256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE).save(
+            path, 'PNG', optimize=True)
     return path
