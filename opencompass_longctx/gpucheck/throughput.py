@@ -94,7 +94,7 @@ def bench_engine(cfg: Dict, weights: float, free_bytes: float, batch: int, backe
     ``tp``). Both engines take their KV blocks from one pool as sequences need them, so one engine serves the 128k
     prompt alone and the decode batch of short ones; the wrapper's own preflight, which asks for session_len x
     max_batch_size, is turned off for it (``preflight=False``)."""
-    from opencompass_longctx.models.lmdeploy import engine_reserve_bytes, kv_plan
+    from opencompass_longctx.models.engine import engine_reserve_bytes, kv_plan
     def fits(session, b):
         reserve = engine_reserve_bytes(backend, cfg, {'max_batch_size': b})
         return kv_plan(cfg, weights, session, b, tp, cache_max_entry_count, 0, free_bytes, reserve)['fits']
@@ -161,7 +161,7 @@ def open_engine(rec, model_cfg: Dict, backend: str, batch: int, free_bytes: Opti
     from opencompass.utils import build_model_from_cfg
 
     from opencompass_longctx.combinations import without_run_options
-    from opencompass_longctx.models.lmdeploy import weight_bytes
+    from opencompass_longctx.models.engine import weight_bytes
     path = model_cfg['path']
     with open(os.path.join(path, 'config.json'), encoding='utf-8') as f:
         cfg = json.load(f)

@@ -8,7 +8,8 @@ layer and head counts), plus a fixed state per sequence slot for linear-attentio
 cache ``cache_max_entry_count`` of the GPU memory left after the weights; with tensor parallelism the weights and
 the KV heads are split over ``tp`` GPUs. The PyTorch engine first sets aside its runtime buffers
 (:func:`engine_reserve_bytes`). :mod:`opencompass_longctx.models.lmdeploy` (the serving wrapper) and
-:mod:`opencompass_longctx.models.sizing` (the planner) both size engines here.
+:mod:`opencompass_longctx.models.engine_plan` (the engine decision, for the planner and the wrapper) both size engines
+here.
 """
 import glob
 import json
