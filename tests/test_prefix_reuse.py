@@ -210,7 +210,11 @@ def test_an_ordered_partial_run_resumes_to_the_same_file(tmp_path):
 # ---- where prefix caching is on ----------------------------------------------------------------------------------
 
 from opencompass_longctx.models import engine_plan as EP
-from opencompass_longctx.models.backend import PREFIX_CACHING_KEY as KEY
+from opencompass_longctx.models.backend import PREFIX_CACHING_KEY as KEY, prefix_caching_supported
+
+
+def _with(cfg, backend, config, **kw):
+    return EP.with_prefix_caching(prefix_caching_supported(cfg, backend), config, **kw)
 
 
 def test_prefix_caching_is_on_for_full_attention_and_off_where_lmdeploy_does_not_reuse_exactly():
@@ -221,18 +225,18 @@ def test_prefix_caching_is_on_for_full_attention_and_off_where_lmdeploy_does_not
     gemma = {'architectures': ['Gemma3ForCausalLM'], 'sliding_window': 1024}
     vlm = {'architectures': ['LlavaForConditionalGeneration'], 'vision_config': {}}
     for backend in ('pytorch', 'turbomind'):
-        assert EP.with_prefix_caching(qwen, backend, {})[KEY] is True
-        assert EP.with_prefix_caching(mistral, backend, {})[KEY] is False
-        assert EP.with_prefix_caching(nxt, backend, {})[KEY] is False
-        assert EP.with_prefix_caching(vlm, backend, {})[KEY] is False
-    assert EP.with_prefix_caching(mla, 'pytorch', {})[KEY] is True
-    assert EP.with_prefix_caching(mla, 'turbomind', {})[KEY] is False
-    assert EP.with_prefix_caching(gemma, 'pytorch', {})[KEY] is True
-    assert EP.with_prefix_caching(gemma, 'turbomind', {})[KEY] is False
+        assert _with(qwen, backend, {})[KEY] is True
+        assert _with(mistral, backend, {})[KEY] is False
+        assert _with(nxt, backend, {})[KEY] is False
+        assert _with(vlm, backend, {})[KEY] is False
+    assert _with(mla, 'pytorch', {})[KEY] is True
+    assert _with(mla, 'turbomind', {})[KEY] is False
+    assert _with(gemma, 'pytorch', {})[KEY] is True
+    assert _with(gemma, 'turbomind', {})[KEY] is False
     # the user's word: prefix_caching=False, or the engine key given by hand
-    assert EP.with_prefix_caching(qwen, 'pytorch', {}, prefix_caching=False)[KEY] is False
-    assert EP.with_prefix_caching(mistral, 'pytorch', {KEY: True})[KEY] is True
-    assert EP.prefix_caching_text(qwen, 'pytorch', {KEY: False}).startswith('off (set in the model config')
+    assert _with(qwen, 'pytorch', {}, prefix_caching=False)[KEY] is False
+    assert _with(mistral, 'pytorch', {KEY: True})[KEY] is True
+    assert EP.prefix_caching_text(prefix_caching_supported(qwen, 'pytorch'), {KEY: False}).startswith('off (set in the model config')
 
 
 def test_a_cache_of_no_blocks_reuses_nothing():

@@ -114,6 +114,24 @@ def serving_backend(cfg: Dict, requested: str = 'auto') -> Tuple[str, str]:
                        f'engine, sized as such; for TurboMind {fix}')
 
 
+def planned_backend(cfg: Dict, requested: str = 'auto', gpu_here: bool = True) -> Tuple[str, str]:
+    """(backend, why) as :func:`serving_backend` will give it on the GPU machine, asked where the plan is made. Where
+    that machine has no GPU (``gpu_here`` False: a login node, a CPU box), TurboMind not loading says nothing about
+    the GPU machine: the architecture's choice is kept, and said so; without LMDeploy installed here an 'auto' row is
+    taken as TurboMind, and said so too."""
+    try:
+        backend, why = choose_backend(cfg, requested)
+    except LMDeployConfigError as e:
+        if requested == 'auto' and 'not installed' in str(e):
+            return 'turbomind', 'assumed: LMDeploy is not installed here (backend=auto is resolved at load)'
+        raise
+    if backend != 'turbomind' or gpu_here:
+        return serving_backend(cfg, requested)
+    ok, error = turbomind_status()
+    return backend, why + ('' if ok else f'; assumed to load on the GPU machine (here it does not, no GPU: {error}; '
+                                         'without it LMDeploy runs the PyTorch engine)')
+
+
 def ray_isolation(backend: str, tp: int, env) -> Tuple[Optional[str], str]:
     """(RAY_ADDRESS to set or None, what the plan says) for one engine. The PyTorch engine at tp > 1 runs its
     workers under Ray and calls ``ray.init(address=None)`` (lmdeploy/pytorch/ray.py init_ray_cluster), which joins a

@@ -15,8 +15,8 @@ recipe (:mod:`.recipe`). The decisions are here:
 
 * ``session_len``: the band's longest prompt plus its answer in the model's tokens, capped at the model's window;
   a band whose tiers all fit the native window stops there and gets no static scaling.
-* The backend: LMDeploy's choice (:func:`.backend.serving_backend`); where the plan is made on a machine without a
-  GPU, TurboMind not loading says nothing about the GPU machine, so the plan keeps the architecture's choice.
+* The backend: the one LMDeploy runs on the GPU machine (:func:`.backend.planned_backend`: where the plan is made
+  on a machine without a GPU, TurboMind not loading there says nothing about the GPU machine).
 * ``max_batch_size``: the sizing walk (:func:`size_engine`), the preflight's arithmetic on the declared GPU.
 * ``cp`` (TurboMind's context parallelism, the band of 1m): the ``tp`` GPUs form ``cp`` groups of ``tp / cp`` for
   attention (lmdeploy/turbomind/parallel_config.py: ``attn_tp = tp / cp``, the MLP still over ``tp``), each holding
@@ -37,9 +37,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
 from opencompass_longctx.models import backend as B
-from opencompass_longctx.models import geometry, recipe
 from opencompass_longctx.models.engine import (KV_BYTES, LMDeployConfigError, engine_reserve_bytes, kv_bytes_per_token,
-                                               kv_geometry, kv_plan, read_model_config, weight_bytes)
+                                               kv_geometry, kv_plan, weight_bytes)
+from opencompass_longctx.models.geometry import Geometry, state_slots
+from opencompass_longctx.models.recipe import Recipe
 from opencompass_longctx.models.window import CHAT_TEMPLATE_TOKENS
 GIB = 1024 ** 3
 BATCH_CAP = 64             # largest max_batch_size the planner gives an engine
@@ -59,15 +60,14 @@ class ModelRow:
     max_seq_len: Optional[int] = None
     gpu_memory_gib: Optional[float] = None
     declared: Dict = field(default_factory=dict)
-    recipe: Dict = field(default_factory=dict)
+    recipe: Recipe = field(default_factory=Recipe)
 
     @classmethod
     def of(cls, model_cfg) -> 'ModelRow':
         return cls(path=model_cfg.get('path') or '', engine_config=dict(model_cfg.get('engine_config') or {}),
                    backend=model_cfg.get('backend', 'auto'), prefix_caching=model_cfg.get('prefix_caching'),
                    max_seq_len=model_cfg.get('max_seq_len'), gpu_memory_gib=model_cfg.get('gpu_memory_gib'),
-                   declared=dict(model_cfg.get('declared_geometry') or {}),
-                   recipe={k: model_cfg.get(k) for k in ('native_window', 'long_context', 'rope', 'caveats')})
+                   declared=dict(model_cfg.get('declared_geometry') or {}), recipe=Recipe.of(model_cfg))
 
     @property
     def tp(self) -> int:
@@ -87,12 +87,13 @@ class ModelRow:
         """The most the model is ever given: its ``max_seq_len``, else its engine's ``session_len`` (0: unknown)."""
         return int(self.max_seq_len or self.engine_config.get('session_len') or 0)
 
-    def geometry(self) -> Dict:
-        """config.json of the model directory, else the geometry the row declares, else {}."""
+    def geometry(self) -> Tuple[Optional[Geometry], Optional[str]]:
+        """(the layer model, where it was read): the config.json of the model directory, else the geometry the row
+        declares (the model table), else (None, None)."""
         if self.path and os.path.isfile(os.path.join(self.path, 'config.json')):
-            return {'config': read_model_config(self.path), 'source': 'config.json'}
+            return Geometry.read(self.path), 'config.json'
         arch = self.declared.get('arch')
-        return {'config': dict(arch), 'source': 'model table'} if arch else {}
+        return (Geometry(dict(arch)), 'model table') if arch else (None, None)
 
 
 @dataclass(frozen=True)
@@ -113,9 +114,9 @@ class Band:
         return max(ld.tier_tokens * (ld.ratio or 1.0) for ld in self.loads)
 
     def caveats(self, row: ModelRow) -> Dict[str, List[str]]:
-        """{tier: why the row runs it beyond what its engine supports} (:func:`.recipe.caveats`)."""
-        return {ld.tier: recipe.caveats(row.recipe, ld.tier_tokens) for ld in self.loads
-                if recipe.caveats(row.recipe, ld.tier_tokens)}
+        """{tier: why the row runs it beyond what its engine supports} (:meth:`.recipe.Recipe.caveats_at`)."""
+        return {ld.tier: row.recipe.caveats_at(ld.tier_tokens) for ld in self.loads
+                if row.recipe.caveats_at(ld.tier_tokens)}
 
     def over_window(self, window: int) -> List[str]:
         """The datasets whose longest prompt, in the model's tokens by the tokenizer ratio measured here, with the
@@ -204,17 +205,17 @@ def plan_engine(model_cfg, band: Band, gpu: Dict, cap: int = BATCH_CAP) -> Engin
     """The engine of ``band`` for the row ``model_cfg`` on ``gpu`` (a cost-model GPUS entry)."""
     row = ModelRow.of(model_cfg)
     session_len = min(row.window, band.need_tokens) if row.window else band.need_tokens
-    if recipe.native_band(row.recipe, session_len, band.largest_tier_tokens):
+    if row.recipe.native_band(session_len, band.largest_tier_tokens):
         # every tier of the band fits the native window, the engine is longer only for tokenizer headroom:
         # it stops at the native window and gets no static scaling; a prompt that is longer after all is an
         # engine-sizing miss (ENGINE_TOO_SMALL, reported), never served unscaled beyond the native window
-        session_len = int(row.recipe['native_window'])
+        session_len = int(row.recipe.native_window)
+    over_window = band.over_window(row.window) or None
+    plan = size_engine(model_cfg, session_len, gpu, cap, band.consider_cp)
     return dataclasses.replace(
-        size_engine(model_cfg, session_len, gpu, cap, band.consider_cp),
-        headroom=max(ld.headroom for ld in band.loads),
-        token_ratio_measured=all(ld.ratio is not None for ld in band.loads),
-        rope=recipe.effective_rope(row.recipe, session_len), caveats=band.caveats(row),
-        over_window=band.over_window(row.window) or None, window=row.window or None)
+        plan, headroom=max(ld.headroom for ld in band.loads), token_ratio_measured=all(ld.ratio is not None for ld in band.loads),
+        rope=row.recipe.effective_rope(session_len), caveats=band.caveats(row), over_window=over_window,
+        window=row.window or None)
 
 
 # ---------------------------------------------------------------------------------------------- the sizing walk
@@ -224,25 +225,6 @@ def _gpu_here() -> bool:
         return bool(torch.cuda.is_available())
     except ImportError:
         return False
-
-
-def engine_backend(model_cfg, cfg: Optional[Dict]):
-    """(backend, why) as the wrapper will choose it (:func:`.backend.serving_backend`: the architecture, and whether
-    TurboMind's library loads). Where the plan is made on a machine without a GPU (a login node, a CPU box)
-    TurboMind not loading says nothing about the GPU machine: the plan then keeps the architecture's choice and says
-    so; without LMDeploy installed here an 'auto' row is planned as TurboMind, and the plan says so too."""
-    requested = model_cfg.get('backend', 'auto')
-    try:
-        backend, why = B.choose_backend(cfg or {}, requested)
-    except LMDeployConfigError as e:
-        if requested == 'auto' and 'not installed' in str(e):
-            return 'turbomind', 'assumed: LMDeploy is not installed here (backend=auto is resolved at load)'
-        raise
-    if backend != 'turbomind' or _gpu_here():
-        return B.serving_backend(cfg or {}, requested)
-    ok, error = B.turbomind_status()
-    return backend, why + ('' if ok else f'; assumed to load on the GPU machine (here it does not, no GPU: {error}; '
-                                         'without it LMDeploy runs the PyTorch engine)')
 
 
 def engine_memory_gib(gpu: Dict) -> float:
@@ -256,76 +238,84 @@ def engine_memory_gib(gpu: Dict) -> float:
 def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP, consider_cp: bool = False) -> EnginePlan:
     """The engine for ``session_len`` on ``gpu``: its backend, prefix caching, ``max_batch_size`` from the KV-cache
     arithmetic (the runtime preflight's) and its verdict; ``consider_cp``: try TurboMind's context parallelism too
-    (the band that holds 1m)."""
+    (the band that holds 1m). The facts first (the layer model, what LMDeploy does with it, the memory), then the
+    decisions."""
     row = ModelRow.of(model_cfg)
-    ec, tp = row.engine_config, row.tp
-    geo = row.geometry()
-    plan = EnginePlan(session_len=session_len, tp=tp, geometry=geo.get('source'))
-    try:
-        plan.backend, plan.backend_reason = engine_backend(model_cfg, geo.get('config'))
+    ec, tp, qp, cme = row.engine_config, row.tp, row.quant_policy, row.cache_share
+    geo, source = row.geometry()
+    plan = EnginePlan(session_len=session_len, tp=tp, geometry=source)
+    cfg = geo.cfg if geo else None
+    try:     # what LMDeploy does with this model (models.backend)
+        plan.backend, why = B.planned_backend(cfg or {}, row.backend, _gpu_here())
         ray = B.ray_isolation(plan.backend, tp, os.environ)[1]
-        plan.backend_reason += f'; {ray}' if ray else ''
-        cfg = geo.get('config') or {}
-        plan.prefix_caching = prefix_caching_text(cfg, plan.backend, with_prefix_caching(
-            cfg, plan.backend, ec, row.prefix_caching))
+        supported = B.prefix_caching_supported(cfg or {}, plan.backend)
+        cp_available = B.cp_available(plan.backend) if consider_cp and 'cp' not in ec else None
     except LMDeployConfigError as e:
         plan.backend, plan.backend_reason = model_cfg.get('backend'), str(e)
-        plan.verdict = 'bad backend'
-        plan.reason = str(e)
+        plan.verdict, plan.reason = 'bad backend', str(e)
         return plan
-    if not geo:
+    plan.backend_reason = why + (f'; {ray}' if ray else '')
+    cp, sized = int(ec.get('cp', 1)), None
+    if geo is None:
         plan.max_batch_size = int(ec.get('max_batch_size') or 1)
         plan.reason = 'no config.json and no declared geometry: batch size not sized'
-        return plan
-    _size(plan, row, geo['config'], gpu, cap, consider_cp)
+    else:    # the memory (models.engine): the weights, the KV per token, the engine's buffers, the KV need and budget
+        weights = weight_bytes(row.path, geo) if os.path.isdir(row.path) else float(
+            row.declared.get('checkpoint_bytes') or 2.0 * float(cfg.get('params', 0) or 0))
+        if not weights:
+            weights = weight_bytes('', geo)
+        plan.kv_bytes_per_token = kv_bytes_per_token(geo, qp)
+        gpu_mem = float(row.gpu_memory_gib or engine_memory_gib(gpu)) * GIB
+        reserve = engine_reserve_bytes(plan.backend, geo, dict(ec, max_batch_size=cap))  # at the largest batch
+        plan.layers = kv_geometry(geo)['layers']
+
+        def sized(t: int, c: int):
+            """(sequences that fit, the batch-1 arithmetic) at tp=t and cp=c: the runtime preflight's arithmetic."""
+            one = kv_plan(geo, weights, session_len, 1, t, cme, qp, gpu_mem, reserve, c)
+            # b sequences fit when b x per_seq <= cme x (free - (b + 2) x slot): b = (budget(1) + cme x slot) //
+            # (per_seq + cme x slot), slot = one sequence's fixed state (0 without linear-attention layers)
+            slot_ = one['state'] / state_slots(1)
+            return (int((one['budget'] + cme * slot_) // (one['need'] + cme * slot_)) if one['need'] else cap), one
+        # total parameters: the declared count; for a downloaded dense model weights / 2 as before; a model with
+        # active_params (MoE, quantised experts) keeps its declared total, which the checkpoint size cannot give
+        params = float(cfg.get('params') or (row.declared['arch']['params'] if row.declared.get('active_params')
+                                             else 0)) or weights / 2
+        plan.gpu_memory_gib, plan.weights, plan.weights_gib = gpu_mem / GIB, weights, weights / GIB
+        plan.engine_reserve_gib, plan.hidden = reserve / GIB, geo.text.get('hidden_size')
+        # the layer model in words and what the cost model reads (models.geometry)
+        plan.layer_types = geo.describe()
+        plan.compute = dict(geo.compute_profile(params, KV_BYTES[qp], active_params=row.declared.get('active_params')),
+                            total_params=params)
+    # the decisions: prefix caching, cp, max_batch_size
+    plan.prefix_caching = prefix_caching_text(supported, with_prefix_caching(supported, ec, row.prefix_caching))
+    if sized is not None:
+        _decide_batch(plan, sized, geo, cp if cp_available is None else _choose(plan, sized, geo, cp_available, cap),
+                      cap)
     return plan
 
 
-def _size(plan: EnginePlan, row: ModelRow, cfg: Dict, gpu: Dict, cap: int, consider_cp: bool) -> None:
-    """The KV-cache arithmetic of ``plan``'s engine (the runtime preflight's), with its cp where it is considered."""
-    ec, tp, session_len, qp, cme = row.engine_config, row.tp, plan.session_len, row.quant_policy, row.cache_share
-    weights = weight_bytes(row.path, cfg) if os.path.isdir(row.path) else float(
-        row.declared.get('checkpoint_bytes') or 2.0 * float(cfg.get('params', 0) or 0))
-    if not weights:
-        weights = weight_bytes('', cfg)
-    plan.kv_bytes_per_token = kv_bytes_per_token(cfg, qp)
-    gpu_mem = float(row.gpu_memory_gib or engine_memory_gib(gpu)) * GIB
-    reserve = engine_reserve_bytes(plan.backend, cfg, dict(ec, max_batch_size=cap))  # at the largest batch
+def _choose(plan: EnginePlan, sized: Callable, geo: Geometry, available: Tuple[bool, str], cap: int) -> int:
+    """TurboMind's cp for ``plan``'s engine (:func:`choose_cp`, and a smaller ``tp`` that would hold one sequence),
+    noted on the plan."""
+    choice = choose_cp(geo, available, plan.tp, lambda c: sized(plan.tp, c)[0], cap)
+    note = choice.note
+    if plan.backend == 'turbomind':
+        fewer = fewer_gpus(plan.tp, lambda t, c: sized(t, c)[0] >= 1)
+        note += f'; {fewer}' if fewer else ''
+    plan.cp, plan.cp_note = choice.cp, note
+    return choice.cp
 
-    def sized(t: int, cp: int):
-        """(sequences that fit, the batch-1 arithmetic) at tp=t and cp: the runtime preflight's arithmetic."""
-        one = kv_plan(cfg, weights, session_len, 1, t, cme, qp, gpu_mem, reserve, cp)
-        # b sequences fit when b x per_seq <= cme x (free - (b + 2) x slot): b = (budget(1) + cme x slot) //
-        # (per_seq + cme x slot), slot = one sequence's fixed state (0 without linear-attention layers)
-        slot_ = one['state'] / geometry.state_slots(1)
-        return (int((one['budget'] + cme * slot_) // (one['need'] + cme * slot_)) if one['need'] else cap), one
-    cp = int(ec.get('cp', 1))
-    if consider_cp and 'cp' not in ec:
-        choice = choose_cp(cfg, plan.backend, tp, lambda c: sized(tp, c)[0], cap)
-        cp, note = choice.cp, choice.note
-        if plan.backend == 'turbomind':
-            fewer = fewer_gpus(tp, lambda t, c: sized(t, c)[0] >= 1)
-            note += f'; {fewer}' if fewer else ''
-        plan.cp, plan.cp_note = cp, note
-    fit, one = sized(tp, cp)
+
+def _decide_batch(plan: EnginePlan, sized: Callable, geo: Geometry, cp: int, cap: int) -> None:
+    """``max_batch_size`` and the verdict from the arithmetic at the engine's tp and ``cp``."""
+    fit, one = sized(plan.tp, cp)
     per_seq, budget = one['need'], one['budget']
-    slot = one['state'] / geometry.state_slots(1)
-    # total parameters: the declared count; for a downloaded dense model weights / 2 as before; a model with
-    # active_params (MoE, quantised experts) keeps its declared total, which the checkpoint size cannot give
-    params = float(cfg.get('params') or (row.declared['arch']['params'] if row.declared.get('active_params') else 0)) \
-        or weights / 2
-    plan.gpu_memory_gib = gpu_mem / GIB
-    plan.weights, plan.weights_gib = weights, weights / GIB
     plan.kv_gib_per_seq_per_gpu, plan.kv_budget_gib_per_gpu = per_seq / GIB, budget / GIB
-    plan.layers, plan.hidden = kv_geometry(cfg)['layers'], geometry.text_config(cfg).get('hidden_size')
-    plan.engine_reserve_gib, plan.state_gib_per_seq_per_gpu = reserve / GIB, slot / GIB
-    plan.layer_types = geometry.describe(cfg)
-    plan.compute = dict(geometry.compute_profile(dict(cfg, active_params=row.declared.get('active_params')), params,
-                                                 KV_BYTES[qp]), total_params=params)
+    plan.state_gib_per_seq_per_gpu = one['state'] / state_slots(1) / GIB
     if fit < 1:
         plan.max_batch_size, plan.verdict = 1, 'does not fit'
-        plan.reason = (f'one sequence of {session_len} tokens needs {per_seq / GIB:.1f} GiB of KV per GPU, '
-                       f'{budget / GIB:.1f} GiB available at tp={tp}' + (f', cp={cp}' if cp > 1 else '')
+        plan.reason = (f'one sequence of {plan.session_len} tokens needs {per_seq / GIB:.1f} GiB of KV per GPU, '
+                       f'{budget / GIB:.1f} GiB available at tp={plan.tp}' + (f', cp={cp}' if cp > 1 else '')
                        + ': raise tp or quantise the KV cache')
     else:
         plan.max_batch_size, plan.verdict = min(fit, cap), 'fits'
@@ -339,11 +329,13 @@ class CpChoice:
     batch: int         # sequences the engine holds with that cp
 
 
-def choose_cp(cfg, backend: str, tp: int, batch_at: Callable[[int], int], cap: int) -> CpChoice:
-    """The cp for an engine of ``tp`` GPUs. ``batch_at(cp)``: the sequences it holds with that cp (the preflight's
+def choose_cp(geo: Geometry, available: Tuple[bool, str], tp: int, batch_at: Callable[[int], int],
+              cap: int) -> CpChoice:
+    """The cp for an engine of ``tp`` GPUs. ``available``: whether the backend has cp, and why not
+    (:func:`.backend.cp_available`); ``batch_at(cp)``: the sequences it holds with that cp (the preflight's
     arithmetic); the one with the most is taken, ties keep cp=1."""
     base = batch_at(1)
-    ok, why = B.cp_available(backend)
+    ok, why = available
     if not ok:
         return CpChoice(1, f'not available: {why}', base)
     if tp < 2:
@@ -352,7 +344,7 @@ def choose_cp(cfg, backend: str, tp: int, batch_at: Callable[[int], int], cap: i
         return CpChoice(1, f'not needed: {cap} sequences (the batch cap) fit without it', base)
     options = [(batch_at(cp), cp) for cp in range(2, tp + 1) if tp % cp == 0]
     best, cp = max(options, default=(0, 1), key=lambda x: (x[0], -x[1]))
-    kv_heads = geometry.kv_heads_and_dim(geometry.text_config(cfg))[0]
+    kv_heads = geo.kv_heads_and_dim[0]
     if best > base:
         return CpChoice(cp, f'cp={cp} chosen: {min(best, cap)} sequences instead of {base} on {tp} GPUs '
                             f'({kv_heads} KV heads: without cp tp={tp} would replicate them)', min(best, cap))
@@ -371,22 +363,19 @@ def fewer_gpus(tp: int, fits_at: Callable[[int, int], bool]) -> Optional[str]:
 
 
 # ---------------------------------------------------------------------------------------------- prefix caching
-def with_prefix_caching(cfg: Dict, backend: str, config: Dict, prefix_caching: Optional[bool] = None) -> Dict:
-    """``config`` with ``enable_prefix_caching`` set as :func:`.backend.prefix_caching_supported` decides
-    (``prefix_caching=False``: off; a key already in ``config`` is kept)."""
+def with_prefix_caching(supported: Tuple[bool, str], config: Dict, prefix_caching: Optional[bool] = None) -> Dict:
+    """``config`` with ``enable_prefix_caching`` on where LMDeploy reuses prompt blocks exactly (``supported``:
+    :func:`.backend.prefix_caching_supported`); ``prefix_caching=False`` turns it off; a key already in ``config`` is
+    kept."""
     if B.PREFIX_CACHING_KEY in config:
         return dict(config)
-    on = B.prefix_caching_supported(cfg, backend)[0] if prefix_caching is not False else False
-    return dict(config, **{B.PREFIX_CACHING_KEY: on})
+    return dict(config, **{B.PREFIX_CACHING_KEY: supported[0] if prefix_caching is not False else False})
 
 
-def prefix_caching_text(cfg: Dict, backend: str, config: Dict) -> str:
+def prefix_caching_text(supported: Tuple[bool, str], config: Dict) -> str:
     """One line for the plan: 'on' / 'off' and why."""
     on = bool(config.get(B.PREFIX_CACHING_KEY))
-    why = B.prefix_caching_supported(cfg, backend)[1]
-    if on != B.prefix_caching_supported(cfg, backend)[0]:
-        why = 'set in the model config'
-    return f"{'on' if on else 'off'} ({why})"
+    return f"{'on' if on else 'off'} ({supported[1] if on == supported[0] else 'set in the model config'})"
 
 
 # ---------------------------------------------------------------------------------------------- the served engine
@@ -420,25 +409,14 @@ def served(model_cfg: Dict, cfg: Dict, tokenizer_only: bool = False, env=os.envi
     ec = dict(row.engine_config)
     if row.max_seq_len and 'session_len' not in ec:
         ec['session_len'] = row.max_seq_len
-    ec = recipe.band_engine_config(row.recipe, ec)
+    ec = row.recipe.band_engine_config(ec)
     backend, why = (B.choose_backend if tokenizer_only else B.serving_backend)(cfg, row.backend)
-    ec = with_prefix_caching(cfg, backend, text_only(cfg, backend, ec), row.prefix_caching)
+    ec = with_prefix_caching(B.prefix_caching_supported(cfg, backend), text_only(cfg, backend, ec), row.prefix_caching)
     ray = None if tokenizer_only else B.ray_isolation(backend, ec.get('tp', 1), env)[0]
-    return ServedEngine(backend, why, ec, recipe.effective_rope(row.recipe, ec.get('session_len')), ray)
-
-
-def model_tokenizer(model_cfg):
-    """The model's own tokenizer (from its directory), or None when it cannot be loaded here."""
-    path = model_cfg.get('path')
-    if not path or not os.path.isdir(path):
-        return None
-    try:
-        from opencompass_longctx.tokenizer.counting import get_tokenizer
-        return get_tokenizer(path)
-    except Exception:  # noqa: BLE001 - the plan then uses the default headroom (and says so)
-        return None
+    return ServedEngine(backend, why, ec, row.recipe.effective_rope(ec.get('session_len')), ray)
 
 
 def model_geometry(model_cfg) -> Dict:
     """config.json of the model directory, else the geometry the model config declares, else {}."""
-    return ModelRow.of(model_cfg).geometry()
+    geo, source = ModelRow.of(model_cfg).geometry()
+    return {'config': geo.cfg, 'source': source} if geo else {}

@@ -24,12 +24,12 @@ Modules: :mod:`.bands`, :mod:`.loads`, :mod:`.grouping` (tasks and the plan's su
 ``LongCtxPartitioner`` (:mod:`opencompass_longctx.run.partitioner`) runs this in every ``opencompass`` run, ``--dry-run``
 included, prints the plan and writes it next to the run (``<work_dir>/plan/``).
 """
-from opencompass_longctx.models.engine_plan import (BATCH_CAP, GIB, is_lmdeploy, model_geometry, model_tokenizer,  # noqa: F401
-                                                    plan_engine, size_engine)
+from opencompass_longctx.models.engine_plan import (BATCH_CAP, GIB, is_lmdeploy, model_geometry, plan_engine,  # noqa: F401
+                                                    size_engine)
 from opencompass_longctx.tiers import parse_tier  # noqa: F401
 from opencompass_longctx.plan.bands import PlanError, band_edges, band_name, band_of  # noqa: F401
 from opencompass_longctx.plan.checks import check_run, engine_problems  # noqa: F401
 from opencompass_longctx.plan.cost import cost_model, task_seconds  # noqa: F401
-from opencompass_longctx.plan.grouping import TaskPlan, make_plan, shard_count, summarize  # noqa: F401
+from opencompass_longctx.plan.grouping import TaskPlan, make_plan, model_tokenizer, shard_count, summarize  # noqa: F401
 from opencompass_longctx.plan.loads import SIZE_HEADROOM, TEMPLATE_TOKENS, DatasetLoad, dataset_load  # noqa: F401
 from opencompass_longctx.plan.render import to_json, to_markdown, write  # noqa: F401

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
-from opencompass_longctx.models.engine_plan import BATCH_CAP, Band, EnginePlan, is_lmdeploy, model_tokenizer, plan_engine
+from opencompass_longctx.models.engine_plan import BATCH_CAP, Band, EnginePlan, is_lmdeploy, plan_engine
 from opencompass_longctx.combinations import without_run_options
 from opencompass_longctx.tiers import parse_tier, sort_tiers
 from opencompass_longctx.util import type_name
@@ -46,6 +46,19 @@ class TaskPlan:
     @property
     def overhead_gpu_hours(self) -> float:
         return max(self.gpus, 1) * self.seconds['start'] / 3600
+
+
+def model_tokenizer(model_cfg):
+    """The model's own tokenizer (from its directory), or None when it cannot be loaded here."""
+    path = model_cfg.get('path')
+    if not path or not os.path.isdir(path):
+        return None
+    try:
+        from opencompass_longctx.tokenizer.counting import get_tokenizer
+        return get_tokenizer(path)
+    except Exception:  # noqa: BLE001 - the plan then uses the default headroom (and says so)
+        return None
+
 
 
 def _split_shards(loads: List, n: int) -> List[List]:
