@@ -18,8 +18,8 @@
 * Checks that need no GPU: data present for every dataset, model directories with their tokenizers,
   ``$LONGCTX_MODEL_ROOT``; every problem in one list (:mod:`.checks`).
 
-Modules: :mod:`.bands`, :mod:`.loads`, :mod:`.grouping` (tasks and the plan's summary), :mod:`.cost`,
-:mod:`.checks`, :mod:`.render` (markdown and JSON). None of them names a benchmark.
+Modules: :mod:`.bands`, :mod:`.loads`, :mod:`.grouping` (tasks), :mod:`.summary` (the plan's summary, typed),
+:mod:`.cost`, :mod:`.checks`, :mod:`.render` (markdown and JSON). None of them names a benchmark.
 
 ``LongCtxPartitioner`` (:mod:`opencompass_longctx.run.partitioner`) runs this in every ``opencompass`` run, ``--dry-run``
 included, prints the plan and writes it next to the run (``<work_dir>/plan/``).
@@ -30,6 +30,7 @@ from opencompass_longctx.tiers import parse_tier  # noqa: F401
 from opencompass_longctx.plan.bands import PlanError, band_edges, band_name, band_of  # noqa: F401
 from opencompass_longctx.plan.checks import check_run, engine_problems  # noqa: F401
 from opencompass_longctx.plan.cost import cost_model, task_seconds  # noqa: F401
-from opencompass_longctx.plan.grouping import TaskPlan, make_plan, model_tokenizer, shard_count, summarize  # noqa: F401
+from opencompass_longctx.plan.grouping import TaskPlan, make_plan, model_tokenizer, shard_count  # noqa: F401
 from opencompass_longctx.plan.loads import SIZE_HEADROOM, TEMPLATE_TOKENS, DatasetLoad, dataset_load  # noqa: F401
 from opencompass_longctx.plan.render import to_json, to_markdown, write  # noqa: F401
+from opencompass_longctx.plan.summary import BandSummary, ModelSummary, PlanSummary, summarize  # noqa: F401

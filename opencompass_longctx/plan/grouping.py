@@ -1,4 +1,4 @@
-"""Task grouping and the plan's summary: a run's model x dataset combinations become inference tasks, one per
+"""Task grouping: a run's model x dataset combinations become inference tasks, one per
 (model, tier band) or a few shards of a band, each with its engine sized and costed.
 
 Datasets inside a task run shortest first; shards split a band's datasets by prompt tokens. An LMDeploy model's
@@ -147,53 +147,3 @@ def _task(model, abbr, band, shard, shards, group, cm, batch_cap, consider_cp=Fa
                     rows=sum(ld.rows for ld in loads), prompt_tokens=sum(ld.prompt_tokens for ld in loads),
                     exact=all(ld.exact for ld in loads), gpus=gpus, engine=engine,
                     seconds=task_seconds(loads, engine, cm), model_cfg=cfg, dataset_cfgs=[d for d, _ in group])
-
-
-def summarize(plan: Dict, problems: Sequence[str] = ()) -> Dict:
-    """Per model and band: tasks, engine starts, GPUs, datasets, samples, tokens, engine size, GPU-hours."""
-    models: Dict[str, Dict] = {}
-    for t in plan['tasks']:
-        m = models.setdefault(t.model, {'bands': {}, 'tasks': 0, 'engine_starts': 0, 'gpu_hours': 0.0,
-                                        'overhead_gpu_hours': 0.0, 'lmdeploy': t.engine is not None})
-        b = m['bands'].setdefault(t.band, {'tasks': 0, 'engine_starts': 0, 'gpus_per_task': t.gpus, 'datasets': 0,
-                                           'samples': 0, 'prompt_tokens': 0, 'exact': True, 'tiers': set(),
-                                           'session_len': None, 'max_batch_size': None, 'verdict': None,
-                                           'reason': '', 'gpu_hours': 0.0, 'caveats': {}})
-        b['tasks'] += 1
-        b['engine_starts'] += 1
-        b['datasets'] += len(t.datasets)
-        b['samples'] += t.rows
-        b['prompt_tokens'] += t.prompt_tokens
-        b['exact'] = b['exact'] and t.exact
-        b['tiers'].update(t.tiers)
-        if t.engine:
-            e = t.engine
-            b['session_len'] = max(b['session_len'] or 0, e.session_len)
-            b['max_batch_size'] = e.max_batch_size
-            b['verdict'] = e.verdict
-            b['reason'] = e.reason or ''
-            m['backend'] = (e.backend, e.backend_reason)
-            m['prefix_caching'] = e.prefix_caching
-            m['layer_types'] = (e.layer_types, e.kv_bytes_per_token)
-            b['rope'] = e.rope
-            b['caveats'].update(e.caveats or {})
-            if e.cp_note:
-                b['cp'] = (e.cp, e.cp_note)
-        b['gpu_hours'] += t.gpu_hours
-        m['tasks'] += 1
-        m['engine_starts'] += 1
-        m['gpu_hours'] += t.gpu_hours
-        m['overhead_gpu_hours'] += t.overhead_gpu_hours
-    for m in models.values():
-        for b in m['bands'].values():
-            b['tiers'] = sort_tiers(b['tiers'])
-    total = sum(m['gpu_hours'] for m in models.values())
-    overhead = sum(m['overhead_gpu_hours'] for m in models.values())
-    cm = {k: v for k, v in plan['cost_model'].items()}
-    return {'models': models, 'tasks': len(plan['tasks']),
-            'engine_starts': sum(m['engine_starts'] for m in models.values()),
-            'gpu_hours': total, 'overhead_gpu_hours': overhead,
-            'gpu_hours_without_reuse': sum(t.gpu_hours_without_reuse for t in plan['tasks']),
-            'overhead_share': overhead / total if total else None,
-            'costed': all(t.seconds.get('costed') for t in plan['tasks'] if t.engine),
-            'skipped_already_predicted': len(plan['skipped']), 'cost_model': cm, 'problems': list(problems)}
