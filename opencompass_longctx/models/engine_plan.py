@@ -411,8 +411,10 @@ def served(model_cfg: Dict, cfg: Dict, tokenizer_only: bool = False, env=os.envi
         ec['session_len'] = row.max_seq_len
     ec = row.recipe.band_engine_config(ec)
     backend, why = (B.choose_backend if tokenizer_only else B.serving_backend)(cfg, row.backend)
-    ec = with_prefix_caching(B.prefix_caching_supported(cfg, backend), text_only(cfg, backend, ec), row.prefix_caching)
+    ec = text_only(cfg, backend, ec)
+    supported = B.prefix_caching_supported(cfg, backend)
     ray = None if tokenizer_only else B.ray_isolation(backend, ec.get('tp', 1), env)[0]
+    ec = with_prefix_caching(supported, ec, row.prefix_caching)
     return ServedEngine(backend, why, ec, row.recipe.effective_rope(ec.get('session_len')), ray)
 
 
