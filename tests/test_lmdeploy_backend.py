@@ -131,7 +131,8 @@ def test_the_pytorch_engine_at_tp2_gets_its_own_ray(turbomind_missing, tmp_path,
                                 gpu_memory_gib=80, backend='pytorch')
     assert seen['RAY_ADDRESS'] == 'local'
     model = dict(shipped()['glm-4-9b-chat-1m'], path=model_dir(tmp_path, 'glm-4-9b-chat-1m'))
-    assert 'Ray: a private instance per task' in engine_plan.size_engine(model, 32768, dict(memory_gib=80)).backend_reason
+    said = engine_plan.size_engine(model, 32768, dict(memory_gib=80)).backend_reason
+    assert 'Ray: a private instance per task' in said
     monkeypatch.setenv('RAY_ADDRESS', 'auto')
     assert 'RAY_ADDRESS=auto' in engine_plan.size_engine(model, 32768, dict(memory_gib=80)).backend_reason
 

@@ -236,7 +236,8 @@ def test_prefix_caching_is_on_for_full_attention_and_off_where_lmdeploy_does_not
     # the user's word: prefix_caching=False, or the engine key given by hand
     assert _with(qwen, 'pytorch', {}, prefix_caching=False)[KEY] is False
     assert _with(mistral, 'pytorch', {KEY: True})[KEY] is True
-    assert EP.prefix_caching_text(prefix_caching_supported(qwen, 'pytorch'), {KEY: False}).startswith('off (set in the model config')
+    said = EP.prefix_caching_text(prefix_caching_supported(qwen, 'pytorch'), {KEY: False})
+    assert said.startswith('off (set in the model config')
 
 
 def test_a_cache_of_no_blocks_reuses_nothing():

@@ -213,7 +213,8 @@ def plan_engine(model_cfg, band: Band, gpu: Dict, cap: int = BATCH_CAP) -> Engin
     over_window = band.over_window(row.window) or None
     plan = size_engine(model_cfg, session_len, gpu, cap, band.consider_cp)
     return dataclasses.replace(
-        plan, headroom=max(ld.headroom for ld in band.loads), token_ratio_measured=all(ld.ratio is not None for ld in band.loads),
+        plan, headroom=max(ld.headroom for ld in band.loads),
+        token_ratio_measured=all(ld.ratio is not None for ld in band.loads),
         rope=row.recipe.effective_rope(session_len), caveats=band.caveats(row), over_window=over_window,
         window=row.window or None)
 
@@ -289,8 +290,7 @@ def size_engine(model_cfg, session_len: int, gpu: Dict, cap: int = BATCH_CAP, co
     # the decisions: prefix caching, cp, max_batch_size
     plan.prefix_caching = prefix_caching_text(supported, with_prefix_caching(supported, ec, row.prefix_caching))
     if sized is not None:
-        _decide_batch(plan, sized, geo, cp if cp_available is None else _choose(plan, sized, geo, cp_available, cap),
-                      cap)
+        _decide_batch(plan, sized, cp if cp_available is None else _choose(plan, sized, geo, cp_available, cap), cap)
     return plan
 
 
@@ -306,7 +306,7 @@ def _choose(plan: EnginePlan, sized: Callable, geo: Geometry, available: Tuple[b
     return choice.cp
 
 
-def _decide_batch(plan: EnginePlan, sized: Callable, geo: Geometry, cp: int, cap: int) -> None:
+def _decide_batch(plan: EnginePlan, sized: Callable, cp: int, cap: int) -> None:
     """``max_batch_size`` and the verdict from the arithmetic at the engine's tp and ``cp``."""
     fit, one = sized(plan.tp, cp)
     per_seq, budget = one['need'], one['budget']

@@ -189,7 +189,8 @@ class Geometry:
             elif g['kind'] == 'mla':
                 parts.append(f"{g['count']} MLA(latent {g['k_dim']})")
             elif g['kind'] == 'linear':
-                parts.append(f"{g['count']} linear(state {g['count'] * g['state_values'] * BF16 / 2 ** 20:.1f} MiB/seq)")
+                mib = g['count'] * g['state_values'] * BF16 / 2 ** 20
+                parts.append(f"{g['count']} linear(state {mib:.1f} MiB/seq)")
             else:
                 parts.append(f"{g['count']} full(GQA {g['kv_heads']}x{g['k_dim']})")
         return ' + '.join(parts) + ' layers'

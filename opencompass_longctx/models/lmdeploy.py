@@ -98,7 +98,8 @@ def _visible_gpus() -> Optional[int]:
 class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
     """``TurboMindModelwithChatTemplate`` that validates and preflights before loading (see module doc).
 
-    Extra arguments: ``backend`` (``'auto'``, the default: chosen from config.json, see :func:`~opencompass_longctx.models.backend.choose_backend`),
+    Extra arguments: ``backend`` (``'auto'``, the default: chosen from config.json, see
+    :func:`~opencompass_longctx.models.backend.choose_backend`),
     ``trust_remote_code`` (passed to LMDeploy's pipeline: True for models whose tokenizer or config is code in
     their directory), ``native_window``, ``long_context``, ``rope`` and ``caveats`` (the row's long-context recipe,
     :mod:`opencompass_longctx.models.recipe`: ``long_context``'s engine keys apply only when ``session_len``

@@ -9,8 +9,9 @@
 * Engine size (LMDeploy models, those with an ``engine_config``): ``session_len`` for the band's longest prompt
   (tier in the model's tokens with 10% headroom for tokenizer differences, the chat template and the longest
   generation), capped at the model's own ``max_seq_len``; ``max_batch_size`` from the KV-cache arithmetic of
-  :mod:`opencompass_longctx.models.lmdeploy` for that ``session_len`` on the declared GPU
-  (:mod:`opencompass_longctx.models.engine_plan`, the one place an engine is decided). Other models (Hugging Face on a CPU) are only grouped.
+  :mod:`opencompass_longctx.models.engine` (the runtime preflight's) for that ``session_len`` on the declared GPU
+  (:mod:`opencompass_longctx.models.engine_plan`, the one place an engine is decided). Other models (Hugging Face
+  on a CPU) are only grouped.
 * Samples and prompt tokens: from each dataset's benchmark spec (:mod:`opencompass_longctx.spec`): exact from the
   dataset's build record when it was built before, else the tier arithmetic (:mod:`.loads`).
 * Cost: GPU-hours from the cost model (``opencompass_longctx/tables/cost_model.py``) and the harness
@@ -24,8 +25,8 @@ Modules: :mod:`.bands`, :mod:`.loads`, :mod:`.grouping` (tasks), :mod:`.summary`
 ``LongCtxPartitioner`` (:mod:`opencompass_longctx.run.partitioner`) runs this in every ``opencompass`` run, ``--dry-run``
 included, prints the plan and writes it next to the run (``<work_dir>/plan/``).
 """
-from opencompass_longctx.models.engine_plan import (BATCH_CAP, GIB, is_lmdeploy, model_geometry, plan_engine,  # noqa: F401
-                                                    size_engine)
+from opencompass_longctx.models.engine_plan import (BATCH_CAP, GIB, is_lmdeploy, model_geometry,  # noqa: F401
+                                                    plan_engine, size_engine)
 from opencompass_longctx.tiers import parse_tier  # noqa: F401
 from opencompass_longctx.plan.bands import PlanError, band_edges, band_name, band_of  # noqa: F401
 from opencompass_longctx.plan.checks import check_run, engine_problems  # noqa: F401
