@@ -1,12 +1,12 @@
-"""TurboMind's context parallelism in the plan (opencompass_longctx/models/context_parallel.py): the KV and weight
+"""TurboMind's context parallelism in the plan (opencompass_longctx/models/engine_plan.py): the KV and weight
 arithmetic with cp, the band of 1m sizing it, the choice and its note, and LMDeploy's own config classes (cp is a
 TurbomindEngineConfig field and its parallel layout splits attention into tp / cp, the PyTorch engine has none)."""
 import pytest
 
-from opencompass_longctx.models import context_parallel as ctx
+from opencompass_longctx.models import backend as B
 from opencompass_longctx.models import engine as E
 from opencompass_longctx.models import geometry
-from opencompass_longctx.models.sizing import size_engine
+from opencompass_longctx.models.engine_plan import size_engine
 from opencompass_longctx.tables.cost_model import GPUS
 GIB = 1024 ** 3
 # a TurboMind architecture with 2 KV heads: at tp=4 tensor parallelism replicates each of them on two GPUs
@@ -55,8 +55,8 @@ def test_the_1m_band_takes_cp_where_it_holds_more_and_says_why_otherwise():
 def test_lmdeploys_own_classes_have_cp_in_turbomind_only():
     lmdeploy = pytest.importorskip('lmdeploy')
     from lmdeploy.turbomind.parallel_config import derive_parallel_config
-    assert ctx.available('turbomind') == (True, '')
-    ok, why = ctx.available('pytorch')
+    assert B.cp_available('turbomind') == (True, '')
+    ok, why = B.cp_available('pytorch')
     assert not ok and 'PytorchEngineConfig of LMDeploy 0.18.0 has no cp' in why
     lmdeploy.TurbomindEngineConfig(tp=4, cp=2)                   # the engine key the plan writes is accepted
     layout = derive_parallel_config(dp=1, tp=4, ep=1, cp=2, device_num=None, available_devices=4)

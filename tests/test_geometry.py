@@ -87,7 +87,7 @@ def test_cost_model_uses_active_parameters():
     from dataclasses import replace
     from types import SimpleNamespace
 
-    from opencompass_longctx.models.sizing import EnginePlan
+    from opencompass_longctx.models.engine_plan import EnginePlan
     cfg = published('qwen3-30b-a3b-instruct-2507')
     prof = dict(G.compute_profile(dict(cfg, active_params=3.3e9), 30.5e9), total_params=30.5e9)
     engine = EnginePlan(session_len=100_000, tp=2, weights=61e9, layers=48, hidden=2048, kv_bytes_per_token=98304,

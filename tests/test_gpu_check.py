@@ -267,14 +267,14 @@ def test_a_gpu_not_in_the_table_is_planned_for_its_own_memory(capsys):
 def test_bench_engine_fits_what_the_gpu_holds():
     weights = 15.23e9
     big = T.bench_engine(QWEN7B, weights, 139 * 1024 ** 3, 64, 'pytorch')
-    assert big == {'session_len': 131072, 'max_batch_size': 64, 'lengths': list(T.LENGTHS)}
+    assert big == T.BenchSize(131072, 64, list(T.LENGTHS))
     # 22 GiB free: no 128k sequence beside 14.2 GiB of weights (7 GiB of KV), a 32k one and a batch of 8 short ones
     small = T.bench_engine(QWEN7B, weights, 22 * 1024 ** 3, 8, 'turbomind')
-    assert small == {'session_len': 32768 + 512, 'max_batch_size': 8, 'lengths': [4096, 32768]}
+    assert small == T.BenchSize(32768 + 512, 8, [4096, 32768])
     # the decode batch is cut to what the KV pool holds: 17 GiB free leave 2.25 GiB, 9 sequences of 4.3k tokens
     tight = T.bench_engine(QWEN7B, weights, 17 * 1024 ** 3, 64, 'turbomind')
-    assert tight == {'session_len': 32768 + 512, 'max_batch_size': 9, 'lengths': [4096, 32768]}
-    assert T.bench_engine(QWEN7B, weights, 16 * 1024 ** 3, 64, 'turbomind')['session_len'] == 4096 + 512
+    assert tight == T.BenchSize(32768 + 512, 9, [4096, 32768])
+    assert T.bench_engine(QWEN7B, weights, 16 * 1024 ** 3, 64, 'turbomind').session_len == 4096 + 512
     with pytest.raises(RuntimeError, match='not even a 4608-token engine'):
         T.bench_engine(QWEN7B, weights, 14.3 * 1024 ** 3, 8, 'turbomind')
 

@@ -10,6 +10,7 @@ import pytest
 from mmengine.config import Config
 
 from conftest import REPO
+from opencompass_longctx.models import backend as B
 from opencompass_longctx.models import lmdeploy as L
 DATA = REPO / 'tests' / 'data' / 'model_configs'
 GIB = 1024 ** 3
@@ -36,7 +37,7 @@ def test_shipped_model_configs_are_valid_for_lmdeploy(model):
     ec = dict(model['engine_config'])
     assert ec['tp'] == model['run_cfg']['num_gpus']
     assert ec['session_len'] >= model['max_seq_len'] > model['max_out_len']
-    backend, _ = L.choose_backend(load(model['abbr']), model['backend'])
+    backend, _ = B.choose_backend(load(model['abbr']), model['backend'])
     L.validate_engine_config(ec, backend, model['max_seq_len'], model['run_cfg']['num_gpus'])
     assert 'rope_scaling_factor' not in ec        # TurboMind 0.18 ignores it; the PyTorch engine has no such field
 

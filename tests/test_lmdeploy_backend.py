@@ -7,15 +7,16 @@ from unittest import mock
 import pytest
 
 from lmdeploy_real import lmdeploy_or_skip, model_dir, published, shipped
+from opencompass_longctx.models import backend as B
 from opencompass_longctx.models import lmdeploy as L
-from opencompass_longctx.models import sizing
+from opencompass_longctx.models import engine_plan
 GIB = 1024 ** 3
 
 
 @pytest.fixture
 def turbomind_missing():
     lmdeploy_or_skip()
-    ok, error = L.turbomind_status()
+    ok, error = B.turbomind_status()
     if ok:
         pytest.skip('TurboMind loads here (a GPU machine): the missing case is not this machine')
     return error
@@ -29,24 +30,24 @@ def turbomind_present():
 def test_turbomind_missing_gives_lmdeploys_own_import_error(turbomind_missing):
     from lmdeploy import turbomind
     assert turbomind_missing == f'{type(turbomind._import_error).__name__}: {turbomind._import_error}'
-    backend, why = L.serving_backend(published('qwen2.5-7b-instruct'))
+    backend, why = B.serving_backend(published('qwen2.5-7b-instruct'))
     assert backend == 'pytorch'
     assert 'TurboMind is not available here' in why and turbomind_missing in why and 'falls back' in why
 
 
 def test_a_turbomind_only_row_fails_with_the_reason(turbomind_missing):
     with pytest.raises(L.LMDeployConfigError) as e:
-        L.serving_backend(published('gpt-oss-20b'))
+        B.serving_backend(published('gpt-oss-20b'))
     assert 'mxfp4' in str(e.value) and turbomind_missing in str(e.value) and 'make gpu-install' in str(e.value)
     with pytest.raises(L.LMDeployConfigError, match="backend='turbomind'"):
-        L.serving_backend(published('qwen2.5-7b-instruct'), 'turbomind')
-    assert L.serving_backend(published('glm-4-9b-chat-1m'))[0] == 'pytorch'      # not a TurboMind architecture
+        B.serving_backend(published('qwen2.5-7b-instruct'), 'turbomind')
+    assert B.serving_backend(published('glm-4-9b-chat-1m'))[0] == 'pytorch'      # not a TurboMind architecture
 
 
 def test_turbomind_present_is_served_by_turbomind(turbomind_missing):
     with turbomind_present():
-        assert L.serving_backend(published('gpt-oss-20b'))[0] == 'turbomind'
-        assert L.serving_backend(published('qwen2.5-7b-instruct'))[0] == 'turbomind'
+        assert B.serving_backend(published('gpt-oss-20b'))[0] == 'turbomind'
+        assert B.serving_backend(published('qwen2.5-7b-instruct'))[0] == 'turbomind'
 
 
 def _never_built(*args, **kwargs):
@@ -91,26 +92,26 @@ def test_the_plan_sizes_the_engine_that_will_run(turbomind_missing, tmp_path, mo
     model = dict(shipped()['qwen2.5-7b-instruct'], path=model_dir(tmp_path, 'qwen2.5-7b-instruct'))
     gpu = dict(memory_gib=80)
     # planned on a machine without a GPU (a login node): TurboMind assumed for the GPU machine, and said
-    monkeypatch.setattr(sizing, '_gpu_here', lambda: False)
-    e = sizing.size_engine(model, 32768, gpu)
+    monkeypatch.setattr(engine_plan, '_gpu_here', lambda: False)
+    e = engine_plan.size_engine(model, 32768, gpu)
     assert e.backend == 'turbomind' and 'assumed to load on the GPU machine' in e.backend_reason
     assert e.engine_reserve_gib == 0
     # planned on the GPU machine where TurboMind does not load: the PyTorch engine and its reserve
-    monkeypatch.setattr(sizing, '_gpu_here', lambda: True)
-    e = sizing.size_engine(model, 32768, gpu)
+    monkeypatch.setattr(engine_plan, '_gpu_here', lambda: True)
+    e = engine_plan.size_engine(model, 32768, gpu)
     assert e.backend == 'pytorch' and turbomind_missing in e.backend_reason
     assert e.engine_reserve_gib > 0
     gpt = dict(shipped()['gpt-oss-20b'], path=model_dir(tmp_path, 'gpt-oss-20b'))
-    e = sizing.size_engine(gpt, 32768, gpu)
+    e = engine_plan.size_engine(gpt, 32768, gpu)
     assert e.verdict == 'bad backend' and 'mxfp4' in e.reason
 
 
 def test_ray_isolated_per_task_unless_a_cluster_is_named():
-    assert L.ray_isolation('pytorch', 2, {})[0] == 'local'
-    assert L.ray_isolation('pytorch', 2, {'RAY_ADDRESS': 'local'})[0] == 'local'
-    value, said = L.ray_isolation('pytorch', 4, {'RAY_ADDRESS': '10.0.0.5:6379'})
+    assert B.ray_isolation('pytorch', 2, {})[0] == 'local'
+    assert B.ray_isolation('pytorch', 2, {'RAY_ADDRESS': 'local'})[0] == 'local'
+    value, said = B.ray_isolation('pytorch', 4, {'RAY_ADDRESS': '10.0.0.5:6379'})
     assert value is None and 'RAY_ADDRESS=10.0.0.5:6379' in said
-    assert L.ray_isolation('pytorch', 1, {}) == (None, '') and L.ray_isolation('turbomind', 4, {}) == (None, '')
+    assert B.ray_isolation('pytorch', 1, {}) == (None, '') and B.ray_isolation('turbomind', 4, {}) == (None, '')
 
 
 def test_the_pytorch_engine_at_tp2_gets_its_own_ray(turbomind_missing, tmp_path, monkeypatch):
@@ -130,17 +131,18 @@ def test_the_pytorch_engine_at_tp2_gets_its_own_ray(turbomind_missing, tmp_path,
                                 gpu_memory_gib=80, backend='pytorch')
     assert seen['RAY_ADDRESS'] == 'local'
     model = dict(shipped()['glm-4-9b-chat-1m'], path=model_dir(tmp_path, 'glm-4-9b-chat-1m'))
-    assert 'Ray: a private instance per task' in sizing.size_engine(model, 32768, dict(memory_gib=80)).backend_reason
+    said = engine_plan.size_engine(model, 32768, dict(memory_gib=80)).backend_reason
+    assert 'Ray: a private instance per task' in said
     monkeypatch.setenv('RAY_ADDRESS', 'auto')
-    assert 'RAY_ADDRESS=auto' in sizing.size_engine(model, 32768, dict(memory_gib=80)).backend_reason
+    assert 'RAY_ADDRESS=auto' in engine_plan.size_engine(model, 32768, dict(memory_gib=80)).backend_reason
 
 
 def test_sizing_from_the_memory_the_engine_sees(turbomind_missing, tmp_path, monkeypatch):
     from opencompass_longctx.tables.cost_model import CUDA_NOT_FREE_GIB, GPUS
-    assert sizing.engine_memory_gib(GPUS['A100-80GB']) == pytest.approx(79.2 - CUDA_NOT_FREE_GIB)
-    assert sizing.engine_memory_gib(GPUS['H200-141GB']) == pytest.approx(140.4 - CUDA_NOT_FREE_GIB)
+    assert engine_plan.engine_memory_gib(GPUS['A100-80GB']) == pytest.approx(79.2 - CUDA_NOT_FREE_GIB)
+    assert engine_plan.engine_memory_gib(GPUS['H200-141GB']) == pytest.approx(140.4 - CUDA_NOT_FREE_GIB)
     model = dict(shipped()['qwen2.5-7b-instruct'], path=model_dir(tmp_path, 'qwen2.5-7b-instruct'))
-    assert sizing.size_engine(model, 32768, GPUS['A100-80GB']).gpu_memory_gib == pytest.approx(78.7)
+    assert engine_plan.size_engine(model, 32768, GPUS['A100-80GB']).gpu_memory_gib == pytest.approx(78.7)
     # at run time: what CUDA reports as free, not the card's total
     import torch
     monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)

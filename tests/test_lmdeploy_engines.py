@@ -12,6 +12,8 @@ import pytest
 
 from lmdeploy_real import babilong, lmdeploy_or_skip, model_dir, published, shipped, without_zmq
 from opencompass_longctx import plan as P
+from opencompass_longctx.models import backend as B
+from opencompass_longctx.models import engine_plan
 from opencompass_longctx.models import lmdeploy as L
 GIB = 1024 ** 3
 
@@ -33,8 +35,8 @@ def test_backend_per_row_is_the_one_lmdeploy_picks(abbr, tmp_path):
     with mock.patch.object(turbomind, 'is_available', return_value=True):
         theirs = autoget_backend(path)
         _, converted = autoget_backend_config(path, lmdeploy.TurbomindEngineConfig(session_len=4096))
-    ours, why = L.choose_backend(L.read_model_config(path), model['backend'])
-    auto, _ = L.choose_backend(L.read_model_config(path), 'auto')
+    ours, why = B.choose_backend(L.read_model_config(path), model['backend'])
+    auto, _ = B.choose_backend(L.read_model_config(path), 'auto')
     assert ours == auto == theirs == EXPECTED_BACKEND[abbr], why
     # a TurboMind config for a PyTorch model is converted by LMDeploy (keys of the other class dropped): the row
     # must name the engine it runs on
@@ -46,9 +48,9 @@ def test_forced_turbomind_for_a_pytorch_model_is_an_error():
     lmdeploy_or_skip()
     with pytest.raises(L.LMDeployConfigError, match=r"ChatGLMModel is not in TurboMind's SUPPORTED_ARCHS.*"
                                                      r"backend='pytorch'"):
-        L.choose_backend(published('glm-4-9b-chat-1m'), 'turbomind')
+        B.choose_backend(published('glm-4-9b-chat-1m'), 'turbomind')
     with pytest.raises(L.LMDeployConfigError, match='backend must be one of'):
-        L.choose_backend({}, 'vllm')
+        B.choose_backend({}, 'vllm')
 
 
 def engine_reads(backend):
@@ -68,11 +70,11 @@ def engine_reads(backend):
 def test_engine_config_class_per_backend_and_every_key_read(abbr):
     lmdeploy_or_skip()
     model = shipped()[abbr]
-    backend, _ = L.choose_backend(published(abbr), model['backend'])
+    backend, _ = B.choose_backend(published(abbr), model['backend'])
     from opencompass_longctx.models import recipe
     ec = recipe.band_engine_config(model, dict(model['engine_config']))   # the longest engine: recipe applied
     L.validate_engine_config(ec, backend, model['max_seq_len'], model['run_cfg']['num_gpus'])
-    built = L.engine_config_class(backend)(**ec)
+    built = B.engine_config_class(backend)(**ec)
     assert {k: getattr(built, k) for k in ec} == ec
     unread = sorted(set(ec) - engine_reads(backend))
     assert not unread, f'{abbr}: {backend} never reads {unread}'
@@ -236,13 +238,13 @@ def test_every_row_runs_as_a_text_model(abbr, tmp_path):
 
     from opencompass_longctx.models import recipe
     model, cfg = shipped()[abbr], published(abbr)
-    backend, _ = L.choose_backend(cfg, model['backend'])
-    ec = L.text_only(cfg, backend, recipe.band_engine_config(model, dict(model['engine_config'])))
+    backend, _ = B.choose_backend(cfg, model['backend'])
+    ec = engine_plan.text_only(cfg, backend, recipe.band_engine_config(model, dict(model['engine_config'])))
     vision = check_vl_llm(backend, cfg)
     assert ec.get('language_model_only', False) == vision
     assert (abbr == 'gemma-3-27b-it') == vision      # the one vision-language architecture among the rows today
     if vision:
         path = model_dir(tmp_path, abbr)
         assert get_task(backend, path)[0] == 'vlm'                   # without the key
-        assert get_task(backend, path, backend_config=L.engine_config_class(backend)(**ec))[0] == 'llm'
+        assert get_task(backend, path, backend_config=B.engine_config_class(backend)(**ec))[0] == 'llm'
         L.validate_engine_config(ec, backend, model['max_seq_len'], model['run_cfg']['num_gpus'])

@@ -81,7 +81,8 @@ def test_rope_per_row_and_band_is_what_lmdeploy_computes(abbr, tmp_path):
     tiers = EXPECTED[abbr]
     plan = P.make_plan([{'models': [model], 'datasets': [babilong(t) for t in tiers]}])
     assert len(plan['tasks']) == len(tiers)                       # one band per tier here
-    from opencompass_longctx.models.lmdeploy import choose_backend, read_model_config
+    from opencompass_longctx.models.backend import choose_backend
+    from opencompass_longctx.models.engine import read_model_config
     backend, _ = choose_backend(read_model_config(path), model['backend'])
     for task, (tier, (kind, factor, original)) in zip(plan['tasks'], tiers.items()):
         assert task.tiers == [tier]

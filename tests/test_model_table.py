@@ -11,6 +11,7 @@ import pytest
 from lmdeploy_real import DATA, lmdeploy_or_skip, published, shipped, without_zmq
 from opencompass_longctx.tables.lmdeploy_models import LONGCTX_LMDEPLOY_MODELS
 from opencompass_longctx.models import geometry as G
+from opencompass_longctx.models import backend as B
 from opencompass_longctx.models import lmdeploy as L
 GIB = 1024 ** 3
 ROWS = {r['abbr']: r for r in LONGCTX_LMDEPLOY_MODELS}
@@ -55,7 +56,7 @@ def test_backend_is_the_one_lmdeploy_picks_from_its_own_tables(abbr, tmp_path):
     path = row_dir(tmp_path, abbr)
     with mock.patch.object(turbomind, 'is_available', return_value=True):
         theirs = autoget_backend(path)
-    ours, why = L.choose_backend(L.read_model_config(path), ROWS[abbr].get('backend', 'auto'))
+    ours, why = B.choose_backend(L.read_model_config(path), ROWS[abbr].get('backend', 'auto'))
     assert ours == theirs == KIND[abbr][0], why
     assert (arch in SUPPORTED_ARCHS) == (ours == 'turbomind')
     assert arch in MODULE_MAP          # the PyTorch engine serves every one of them
@@ -105,7 +106,7 @@ def test_row_tp_fits_its_largest_tier_on_80gb_by_the_real_preflight(abbr, tmp_pa
     model = shipped()[abbr]
     path = row_dir(tmp_path, abbr)
     cfg = L.read_model_config(path)
-    backend, _ = L.choose_backend(cfg, model['backend'])
+    backend, _ = B.choose_backend(cfg, model['backend'])
     ec = recipe.band_engine_config(model, dict(model['engine_config']))
     L.validate_engine_config(ec, backend, model['max_seq_len'], model['run_cfg']['num_gpus'])
 

@@ -81,14 +81,14 @@ def test_engines_are_sized_per_band(example):
 def test_cost_and_overhead_share(example):
     _, combos = example
     s = P.summarize(P.make_plan(combos))
-    assert s['costed'] and s['gpu_hours'] > 0
-    assert s['overhead_share'] < 0.05                      # engine starts + imports: well under 5% of the GPU time
-    assert s['engine_starts'] == s['tasks'] == 12
+    assert s.costed and s.gpu_hours > 0
+    assert s.overhead_share < 0.05                         # engine starts + imports: well under 5% of the GPU time
+    assert s.engine_starts == s.tasks == 12
     # every band's GPU-hours are the sum of its task's seconds x GPUs
     cm = P.cost_model()
     assert cm['gpu'] == 'A100-80GB' and cm['gpu_spec']['bf16_tflops'] == 312
     faster = P.summarize(P.make_plan(combos, cost=dict(gpu='H100-80GB')))
-    assert faster['gpu_hours'] < s['gpu_hours']
+    assert faster.gpu_hours < s.gpu_hours
     with pytest.raises(P.PlanError, match='unknown gpu'):
         P.cost_model(dict(gpu='TPU'))
     with pytest.raises(P.PlanError, match='unknown cost-model entries'):

@@ -209,7 +209,12 @@ def test_an_ordered_partial_run_resumes_to_the_same_file(tmp_path):
 
 # ---- where prefix caching is on ----------------------------------------------------------------------------------
 
-from opencompass_longctx.models import prefix_caching as pc
+from opencompass_longctx.models import engine_plan as EP
+from opencompass_longctx.models.backend import PREFIX_CACHING_KEY as KEY, prefix_caching_supported
+
+
+def _with(cfg, backend, config, **kw):
+    return EP.with_prefix_caching(prefix_caching_supported(cfg, backend), config, **kw)
 
 
 def test_prefix_caching_is_on_for_full_attention_and_off_where_lmdeploy_does_not_reuse_exactly():
@@ -220,18 +225,19 @@ def test_prefix_caching_is_on_for_full_attention_and_off_where_lmdeploy_does_not
     gemma = {'architectures': ['Gemma3ForCausalLM'], 'sliding_window': 1024}
     vlm = {'architectures': ['LlavaForConditionalGeneration'], 'vision_config': {}}
     for backend in ('pytorch', 'turbomind'):
-        assert pc.engine_config(qwen, backend, {})[pc.ENGINE_KEY] is True
-        assert pc.engine_config(mistral, backend, {})[pc.ENGINE_KEY] is False
-        assert pc.engine_config(nxt, backend, {})[pc.ENGINE_KEY] is False
-        assert pc.engine_config(vlm, backend, {})[pc.ENGINE_KEY] is False
-    assert pc.engine_config(mla, 'pytorch', {})[pc.ENGINE_KEY] is True
-    assert pc.engine_config(mla, 'turbomind', {})[pc.ENGINE_KEY] is False
-    assert pc.engine_config(gemma, 'pytorch', {})[pc.ENGINE_KEY] is True
-    assert pc.engine_config(gemma, 'turbomind', {})[pc.ENGINE_KEY] is False
+        assert _with(qwen, backend, {})[KEY] is True
+        assert _with(mistral, backend, {})[KEY] is False
+        assert _with(nxt, backend, {})[KEY] is False
+        assert _with(vlm, backend, {})[KEY] is False
+    assert _with(mla, 'pytorch', {})[KEY] is True
+    assert _with(mla, 'turbomind', {})[KEY] is False
+    assert _with(gemma, 'pytorch', {})[KEY] is True
+    assert _with(gemma, 'turbomind', {})[KEY] is False
     # the user's word: prefix_caching=False, or the engine key given by hand
-    assert pc.engine_config(qwen, 'pytorch', {}, prefix_caching=False)[pc.ENGINE_KEY] is False
-    assert pc.engine_config(mistral, 'pytorch', {pc.ENGINE_KEY: True})[pc.ENGINE_KEY] is True
-    assert pc.describe(qwen, 'pytorch', {pc.ENGINE_KEY: False}).startswith('off (set in the model config')
+    assert _with(qwen, 'pytorch', {}, prefix_caching=False)[KEY] is False
+    assert _with(mistral, 'pytorch', {KEY: True})[KEY] is True
+    said = EP.prefix_caching_text(prefix_caching_supported(qwen, 'pytorch'), {KEY: False})
+    assert said.startswith('off (set in the model config')
 
 
 def test_a_cache_of_no_blocks_reuses_nothing():
@@ -245,7 +251,7 @@ def test_the_cost_counts_only_the_tokens_after_the_cached_prefix_when_caching_is
     from opencompass_longctx.models import geometry
     from dataclasses import replace
 
-    from opencompass_longctx.models.sizing import EnginePlan
+    from opencompass_longctx.models.engine_plan import EnginePlan
     from opencompass_longctx.plan.cost import cost_model, task_seconds
     from opencompass_longctx.plan.loads import DatasetLoad
     from opencompass_longctx.spec import all_specs

@@ -19,7 +19,7 @@ from cluster_runs import (LOCAL, SLURM, assert_resumed_predictions, finish, inte
                           tier_table)
 from conftest import assert_clean_logs, run_opencompass  # noqa: E402
 from opencompass_longctx.run import cluster  # noqa: E402
-from opencompass_longctx.models.sizing import EnginePlan  # noqa: E402
+from opencompass_longctx.models.engine_plan import EnginePlan  # noqa: E402
 
 pytest_plugins = ['slurm_cluster', 'cluster_runs']
 JOB_RECORD_WAIT_S = 30

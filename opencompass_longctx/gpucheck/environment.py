@@ -111,7 +111,7 @@ def check_stack(rehearse: bool = False) -> Tuple[Dict, List[str]]:
     if missing:   # the PyTorch engine's stages do not run (cli); TurboMind's still do
         info['pytorch_engine_blocked'] = missing
     if 'lmdeploy' in info:
-        from opencompass_longctx.models.lmdeploy import turbomind_status
+        from opencompass_longctx.models.backend import turbomind_status
         ok, why = turbomind_status()
         info['turbomind'] = 'available' if ok else f'not available: {why}'
     if install:

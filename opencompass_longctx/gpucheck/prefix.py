@@ -83,11 +83,11 @@ def run_prefix(rec, engine_now: Callable[[], BenchEngine], config_path: str, tie
     if not engine.prefix_caching:
         return {'status': 'skipped', 'where': 'prefix caching is off in this engine (the model config or LMDeploy '
                 'turns it off for this model): nothing to measure'}
-    size = engine.plan['max_batch_size']
+    size = engine.size.max_batch_size
     rec.set(batch_size=size)
     longest = max(len(x) for x in shaped['ids']) + 8          # the uncacheable twin's own first line, the answer
-    if longest > engine.plan['session_len']:
-        raise RuntimeError(f"the bench engine's session_len {engine.plan['session_len']} cannot hold the NoLiMa "
+    if longest > engine.size.session_len:
+        raise RuntimeError(f"the bench engine's session_len {engine.size.session_len} cannot hold the NoLiMa "
                            f'batch at {tier} (its longest prompt is {longest - 8} tokens): choose a smaller '
                            '--prefix-tier')
     # 2. the uncacheable twin first: its blocks are keyed by its own first lines, so they serve nothing to step 3

@@ -18,6 +18,7 @@ of the last token only: neither is a per-token FLOP. (Counting them puts Qwen2.5
 Decode is memory-bound: one step reads the weights but the embedding table (only the batch's rows of it) and each
 sequence's KV cache over its context.
 """
+import dataclasses
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -86,24 +87,35 @@ def gpu_key(name: str) -> Optional[str]:
     return None
 
 
+@dataclass(frozen=True)
+class BenchSize:
+    """The bench engine's size (:func:`bench_engine`): its ``session_len``, its decode ``max_batch_size``, and the
+    prompt lengths of :data:`LENGTHS` it holds."""
+    session_len: int
+    max_batch_size: int
+    lengths: List[int]
+
+
 def bench_engine(cfg: Dict, weights: float, free_bytes: float, batch: int, backend: str,
-                 cache_max_entry_count: float = 0.8, tp: int = 1) -> Dict:
+                 cache_max_entry_count: float = 0.8, tp: int = 1) -> BenchSize:
     """The bench engine: ``session_len`` the longest of :data:`LENGTHS` (+512) whose KV cache fits this GPU for one
     sequence, ``max_batch_size`` the largest batch up to ``batch`` whose decode sequences (DECODE_CONTEXT +
     DECODE_NEW tokens each) fit it too (the package's own preflight arithmetic, with the engine's reserve, at
     ``tp``). Both engines take their KV blocks from one pool as sequences need them, so one engine serves the 128k
     prompt alone and the decode batch of short ones; the wrapper's own preflight, which asks for session_len x
     max_batch_size, is turned off for it (``preflight=False``)."""
-    from opencompass_longctx.models.lmdeploy import engine_reserve_bytes, kv_plan
+    from opencompass_longctx.models.engine import engine_reserve_bytes, kv_plan
+    geo = geometry.Geometry.of(cfg)
+
     def fits(session, b):
-        reserve = engine_reserve_bytes(backend, cfg, {'max_batch_size': b})
-        return kv_plan(cfg, weights, session, b, tp, cache_max_entry_count, 0, free_bytes, reserve)['fits']
+        reserve = engine_reserve_bytes(backend, geo, {'max_batch_size': b})
+        return kv_plan(geo, weights, session, b, tp, cache_max_entry_count, 0, free_bytes, reserve)['fits']
     for length in sorted(LENGTHS, reverse=True):
         session = length + 512
         if fits(session, 1):
             decode = DECODE_CONTEXT + DECODE_NEW + 64
             b = next((b for b in range(max(batch, 1), 0, -1) if fits(decode, b)), 1)
-            return {'session_len': session, 'max_batch_size': b, 'lengths': [n for n in LENGTHS if n <= length]}
+            return BenchSize(session, b, [n for n in LENGTHS if n <= length])
     raise RuntimeError(f'not even a {LENGTHS[0] + 512}-token engine at batch 1 fits the {free_bytes / 2 ** 30:.1f} '
                        'GiB free on this GPU')
 
@@ -115,14 +127,14 @@ class CacheServedError(LongCtxError, RuntimeError):
 @dataclass
 class BenchEngine:
     """One engine of the throughput and prefix-cache stages: the leaderboard wrapper, LMDeploy's pipeline under it,
-    the model directory, its config.json and weight bytes, the engine's size (:func:`bench_engine`) and whether its
+    the model directory, its config.json and weight bytes, the engine's size (:class:`BenchSize`) and whether its
     prefix cache is on."""
     model: object
     pipe: object
     path: str
     cfg: Dict
     weights: float
-    plan: Dict
+    size: BenchSize
     backend: str
     tp: int
     prefix_caching: bool
@@ -161,7 +173,7 @@ def open_engine(rec, model_cfg: Dict, backend: str, batch: int, free_bytes: Opti
     from opencompass.utils import build_model_from_cfg
 
     from opencompass_longctx.combinations import without_run_options
-    from opencompass_longctx.models.lmdeploy import weight_bytes
+    from opencompass_longctx.models.engine import weight_bytes
     path = model_cfg['path']
     with open(os.path.join(path, 'config.json'), encoding='utf-8') as f:
         cfg = json.load(f)
@@ -169,20 +181,21 @@ def open_engine(rec, model_cfg: Dict, backend: str, batch: int, free_bytes: Opti
     if free_bytes is None:
         import torch
         free_bytes = float(torch.cuda.mem_get_info(0)[0])
-    plan = bench_engine(cfg, weights, free_bytes, batch, backend,
+    size = bench_engine(cfg, weights, free_bytes, batch, backend,
                         model_cfg.get('engine_config', {}).get('cache_max_entry_count', 0.8), tp)
-    rec.set(engine=dict(plan, backend=backend, tp=tp), matmul_params=matmul_params(cfg), weights_gib=weights / 2 ** 30)
-    engine_config = dict(model_cfg.get('engine_config') or {}, session_len=plan['session_len'],
-                         max_batch_size=plan['max_batch_size'], tp=tp)
+    rec.set(engine=dict(dataclasses.asdict(size), backend=backend, tp=tp), matmul_params=matmul_params(cfg),
+            weights_gib=weights / 2 ** 30)
+    engine_config = dict(model_cfg.get('engine_config') or {}, session_len=size.session_len,
+                         max_batch_size=size.max_batch_size, tp=tp)
     t0 = time.time()
     model = build_model_from_cfg(without_run_options(dict(
-        model_cfg, backend=backend, engine_config=engine_config, max_seq_len=plan['session_len'], preflight=False,
+        model_cfg, backend=backend, engine_config=engine_config, max_seq_len=size.session_len, preflight=False,
         run_cfg=dict(num_gpus=tp))))
     pipe = getattr(model.pipe, 'pipe', model.pipe)       # LMDeploy's Pipeline, under the wrapper's response pipe
     on = bool(getattr(getattr(pipe, 'backend_config', None), 'enable_prefix_caching', False))
     rec.set(engine_start_s=round(time.time() - t0, 1), backend_reason=getattr(model, 'backend_reason', None),
             prefix_caching='on' if on else 'off')
-    return BenchEngine(model, pipe, path, cfg, weights, plan, backend, tp, on)
+    return BenchEngine(model, pipe, path, cfg, weights, size, backend, tp, on)
 
 
 def _gen(new: int):
@@ -274,7 +287,7 @@ def run_bench(rec, model_cfg: Dict, backend: str, batch: int, peak_tflops: Optio
     hbm = hbm_tbps * engine.tp if hbm_tbps else None
     try:
         secs, res = timed_pass(engine, [engine.prompt(512, 'warm')], 4, 'warm-up')    # kernels, CUDA graphs
-        for length in engine.plan['lengths']:
+        for length in engine.size.lengths:
             what = f'prefill of {length} tokens'
             s, res = timed_pass(engine, [engine.prompt(length, f'p{length}')], 1, what)
             _uncached(res, what)
@@ -284,7 +297,7 @@ def run_bench(rec, model_cfg: Dict, backend: str, batch: int, peak_tflops: Optio
                                 'seconds': s, 'tokens_per_s': n / s, 'flops': prefill_flops(cfg, n),
                                 'mfu': mfu(prefill_flops(cfg, n), s, peak),
                                 'planner_mfu': mfu(planner_prefill_flops(cfg, n, weights), s, peak)})
-        for b in sorted({1, engine.plan['max_batch_size']}):
+        for b in sorted({1, engine.size.max_batch_size}):
             w = streamed_pass(engine, [engine.prompt(DECODE_CONTEXT, f'd{b}') for _ in range(b)], DECODE_NEW,
                               f'decode at batch {b}')
             step = decode_step_bytes(cfg, weights, b, DECODE_CONTEXT + DECODE_NEW / 2)

@@ -31,10 +31,13 @@ uses), causal attention over full layers (``2 x hidden x L^2`` per layer, today'
 at their window; decode reads the active weights and, per sequence, the full layers' KV over the context, the
 windowed layers' KV over the window and the fixed state. A dense GQA model gives exactly the dense formulas.
 """
+import json
+import os
 from typing import Dict, List
 from opencompass_longctx.errors import LongCtxError
 
 BF16 = 2
+_CONFIG = object()   # compute_profile: the config.json's own active_params
 
 
 class GeometryError(LongCtxError, ValueError):
@@ -111,32 +114,119 @@ def _per_gpu_heads(kv_heads: int, tp: int) -> float:
     return kv_heads / tp if tp <= kv_heads else 1.0
 
 
+class Geometry:
+    """A config.json's layer model, read once: its text config and (on first use) its layer groups, and what the
+    sizing, the preflight and the cost model ask of them. :func:`Geometry.of` takes a config.json dict (or a
+    Geometry, returned as it is); the module functions below are the same questions asked of a dict."""
+
+    def __init__(self, cfg: Dict):
+        self.cfg = cfg
+        self.text = text_config(cfg)
+        self._groups = None
+
+    @classmethod
+    def of(cls, cfg) -> 'Geometry':
+        return cfg if isinstance(cfg, Geometry) else cls(cfg)
+
+    @classmethod
+    def read(cls, path: str) -> 'Geometry':
+        """The ``config.json`` of the model directory ``path``."""
+        with open(os.path.join(path, 'config.json'), encoding='utf-8') as f:
+            return cls(json.load(f))
+
+    @property
+    def groups(self) -> List[Dict]:
+        """:func:`layer_groups` (raises :class:`GeometryError` when the counts are missing)."""
+        if self._groups is None:
+            self._groups = layer_groups(self.cfg)
+        return self._groups
+
+    @property
+    def layers(self):
+        """``num_hidden_layers`` (ChatGLM: ``num_layers``), None when absent."""
+        return self.text.get('num_hidden_layers', self.text.get('num_layers'))
+
+    @property
+    def kv_heads_and_dim(self):
+        """(KV heads, head dim) as the config.json names them (:func:`kv_heads_and_dim`)."""
+        return kv_heads_and_dim(self.text)
+
+    @property
+    def vocab(self) -> int:
+        return self.text.get('vocab_size') or self.text.get('padded_vocab_size') or 0
+
+    def kv_bytes_per_token(self, value_bytes: float = BF16, tp: int = 1) -> float:
+        """KV-cache bytes per token as LMDeploy allocates them, per GPU at ``tp`` (tp=1: the whole model), summed over
+        full, sliding (full length, see the module doc) and MLA layers; linear layers cache nothing per token."""
+        return sum(g['count'] * _per_gpu_heads(g['kv_heads'], tp) * (g['k_dim'] + g['v_dim']) * value_bytes
+                   for g in self.groups if g['kind'] != 'linear')
+
+    def attention_weight_bytes(self, value_bytes: float = BF16) -> float:
+        """Bytes of the attention projections (q, k, v, o) of the full and sliding layers: what TurboMind's context
+        parallelism keeps once per attention group instead of splitting over every GPU (MLA and linear layers: 0, as
+        TurboMind serves neither with cp here)."""
+        c = self.text
+        if c.get('kv_lora_rank'):
+            return 0.0
+        h = int(c.get('hidden_size') or 0)
+        heads = int(c.get('num_attention_heads') or 0)
+        kv_heads, head_dim = kv_heads_and_dim(c)
+        q = heads * int(head_dim or 0)
+        layers = sum(g['count'] for g in self.groups if g['kind'] in ('full', 'sliding'))
+        return float(layers * (2 * h * q + 2 * h * int(kv_heads or 0) * int(head_dim or 0)) * value_bytes)
+
+    def state_bytes_per_seq(self, tp: int = 1) -> float:
+        """Fixed bytes per sequence slot (Gated DeltaNet conv + recurrent state, bf16), per GPU at ``tp``."""
+        return sum(g['count'] * g['state_values'] * BF16 / min(tp, g['state_heads'])
+                   for g in self.groups if g['kind'] == 'linear')
+
+    def describe(self) -> str:
+        """The layer types in words, e.g. '12 full + 12 sliding(128) attention layers'."""
+        parts = []
+        for g in self.groups:
+            if g['kind'] == 'sliding':
+                parts.append(f"{g['count']} sliding({g['window']})")
+            elif g['kind'] == 'mla':
+                parts.append(f"{g['count']} MLA(latent {g['k_dim']})")
+            elif g['kind'] == 'linear':
+                mib = g['count'] * g['state_values'] * BF16 / 2 ** 20
+                parts.append(f"{g['count']} linear(state {mib:.1f} MiB/seq)")
+            else:
+                parts.append(f"{g['count']} full(GQA {g['kv_heads']}x{g['k_dim']})")
+        return ' + '.join(parts) + ' layers'
+
+    def compute_profile(self, total_params: float, value_bytes: float = BF16, active_params=_CONFIG) -> Dict:
+        """What the cost model needs: active parameters (``active_params``: the row's figure, standing for the
+        config.json's own top-level one, else all), hidden size, the full/sliding layer counts and the per-token KV
+        the decode reads (sliding layers over their window only)."""
+        c = self.text
+        groups = self.groups
+        per_token = {g['kind']: g['count'] * g['kv_heads'] * (g['k_dim'] + g['v_dim']) * value_bytes
+                     for g in groups if g['kind'] != 'linear'}
+        sliding = [g for g in groups if g['kind'] == 'sliding']
+        top = self.cfg.get('active_params') if active_params is _CONFIG else active_params
+        nested = c.get('active_params') if c is not self.cfg else top
+        return dict(active_params=float(top or nested or total_params),
+                    hidden=int(c.get('hidden_size') or 0), attn_width=attention_width(self.cfg),
+                    attn_layers=sum(g['count'] for g in groups if g['kind'] in ('full', 'mla')),
+                    sliding_layers=sum(g['count'] for g in sliding), window=sliding[0]['window'] if sliding else 0,
+                    context_kv_bytes=per_token.get('full', 0.0) + per_token.get('mla', 0.0),
+                    window_kv_bytes=per_token.get('sliding', 0.0), state_bytes=self.state_bytes_per_seq())
+
+
 def kv_bytes_per_token(cfg: Dict, value_bytes: float = BF16, tp: int = 1) -> float:
-    """KV-cache bytes per token as LMDeploy allocates them, per GPU at ``tp`` (tp=1: the whole model), summed over
-    full, sliding (full length, see the module doc) and MLA layers; linear layers cache nothing per token."""
-    return sum(g['count'] * _per_gpu_heads(g['kv_heads'], tp) * (g['k_dim'] + g['v_dim']) * value_bytes
-               for g in layer_groups(cfg) if g['kind'] != 'linear')
+    """:meth:`Geometry.kv_bytes_per_token` of a config.json."""
+    return Geometry.of(cfg).kv_bytes_per_token(value_bytes, tp)
 
 
 def attention_weight_bytes(cfg: Dict, value_bytes: float = BF16) -> float:
-    """Bytes of the attention projections (q, k, v, o) of the full and sliding layers: what TurboMind's context
-    parallelism keeps once per attention group instead of splitting over every GPU (MLA and linear layers: 0, as
-    TurboMind serves neither with cp here)."""
-    c = text_config(cfg)
-    if c.get('kv_lora_rank'):
-        return 0.0
-    h = int(c.get('hidden_size') or 0)
-    heads = int(c.get('num_attention_heads') or 0)
-    kv_heads, head_dim = kv_heads_and_dim(c)
-    q = heads * int(head_dim or 0)
-    layers = sum(g['count'] for g in layer_groups(cfg) if g['kind'] in ('full', 'sliding'))
-    return float(layers * (2 * h * q + 2 * h * int(kv_heads or 0) * int(head_dim or 0)) * value_bytes)
+    """:meth:`Geometry.attention_weight_bytes` of a config.json."""
+    return Geometry.of(cfg).attention_weight_bytes(value_bytes)
 
 
 def state_bytes_per_seq(cfg: Dict, tp: int = 1) -> float:
-    """Fixed bytes per sequence slot (Gated DeltaNet conv + recurrent state, bf16), per GPU at ``tp``."""
-    return sum(g['count'] * g['state_values'] * BF16 / min(tp, g['state_heads'])
-               for g in layer_groups(cfg) if g['kind'] == 'linear')
+    """:meth:`Geometry.state_bytes_per_seq` of a config.json."""
+    return Geometry.of(cfg).state_bytes_per_seq(tp)
 
 
 def state_slots(max_batch_size: int) -> int:
@@ -145,34 +235,13 @@ def state_slots(max_batch_size: int) -> int:
 
 
 def describe(cfg: Dict) -> str:
-    """The layer types in words, e.g. '12 full + 12 sliding(128) attention layers'."""
-    parts = []
-    for g in layer_groups(cfg):
-        if g['kind'] == 'sliding':
-            parts.append(f"{g['count']} sliding({g['window']})")
-        elif g['kind'] == 'mla':
-            parts.append(f"{g['count']} MLA(latent {g['k_dim']})")
-        elif g['kind'] == 'linear':
-            parts.append(f"{g['count']} linear(state {g['count'] * g['state_values'] * BF16 / 2 ** 20:.1f} MiB/seq)")
-        else:
-            parts.append(f"{g['count']} full(GQA {g['kv_heads']}x{g['k_dim']})")
-    return ' + '.join(parts) + ' layers'
+    """:meth:`Geometry.describe` of a config.json."""
+    return Geometry.of(cfg).describe()
 
 
 def compute_profile(cfg: Dict, total_params: float, value_bytes: float = BF16) -> Dict:
-    """What the cost model needs: active parameters (``active_params`` of the row, else all), hidden size, the
-    full/sliding layer counts and the per-token KV the decode reads (sliding layers over their window only)."""
-    c = text_config(cfg)
-    groups = layer_groups(cfg)
-    per_token = {g['kind']: g['count'] * g['kv_heads'] * (g['k_dim'] + g['v_dim']) * value_bytes
-                 for g in groups if g['kind'] != 'linear'}
-    sliding = [g for g in groups if g['kind'] == 'sliding']
-    return dict(active_params=float(cfg.get('active_params') or c.get('active_params') or total_params),
-                hidden=int(c.get('hidden_size') or 0), attn_width=attention_width(cfg),
-                attn_layers=sum(g['count'] for g in groups if g['kind'] in ('full', 'mla')),
-                sliding_layers=sum(g['count'] for g in sliding), window=sliding[0]['window'] if sliding else 0,
-                context_kv_bytes=per_token.get('full', 0.0) + per_token.get('mla', 0.0),
-                window_kv_bytes=per_token.get('sliding', 0.0), state_bytes=state_bytes_per_seq(cfg))
+    """:meth:`Geometry.compute_profile` of a config.json (``active_params`` of the row, else all)."""
+    return Geometry.of(cfg).compute_profile(total_params, value_bytes)
 
 
 def attention_width(cfg: Dict) -> float:

@@ -1,17 +1,15 @@
-"""LMDeploy serving for long contexts: backend choice, engine-key validation, KV-cache preflight, and a wrapper of
-OpenCompass's TurboMind model that runs them before any weight is loaded.
+"""LMDeploy serving for long contexts: the wrapper of OpenCompass's TurboMind model that starts the engine
+:mod:`opencompass_longctx.models.engine_plan` decides, after checking it, before any weight is loaded.
 
 OpenCompass's ``TurboMindModelwithChatTemplate`` silently drops engine keys LMDeploy does not know (a typo, or
 ``rope_scaling_factor`` on the PyTorch engine) and lets a too-large ``session_len`` end in an out-of-memory
-crash after minutes of loading. ``LongCtxTurboMindModel`` checks, in order: LMDeploy is installed; the
-backend is the one LMDeploy 0.18 will really run (``backend='auto'``: TurboMind when ``architectures[0]`` is in
-``lmdeploy/turbomind/supported_models.py`` ``SUPPORTED_ARCHS`` and TurboMind's compiled library loads, else the
-PyTorch engine, as LMDeploy falls back, with the import error in the log; a forced ``'turbomind'`` for another
-architecture, or a model only TurboMind loads (MXFP4 gpt-oss) where TurboMind does not load, is an error); every engine key is a field of that backend's
-config class and one it reads (TurboMind 0.18 never reads ``rope_scaling_factor``); ``tp`` equals the GPUs the
-runner gave the task (``run_cfg.num_gpus``); ``session_len >= max_seq_len``; the model directory has a
-``config.json``; and the KV cache for ``session_len x max_batch_size`` fits in GPU memory, saying which ``tp`` or
-KV quantisation would fit when it does not. Only then is the model loaded.
+crash after minutes of loading. ``LongCtxTurboMindModel`` reads the model directory's ``config.json``, takes the
+engine :func:`~opencompass_longctx.models.engine_plan.served` decides for its row (the backend LMDeploy 0.18 will
+really run, :mod:`opencompass_longctx.models.backend`; the long-context keys, ``language_model_only``, prefix
+caching, Ray isolation), and checks, in order: every engine key is a field of that backend's config class and one
+it reads (TurboMind 0.18 never reads ``rope_scaling_factor``); ``tp`` equals the GPUs the runner gave the task
+(``run_cfg.num_gpus``); ``session_len >= max_seq_len``; and the KV cache for ``session_len x max_batch_size`` fits
+in GPU memory, saying which ``tp`` or KV quantisation would fit when it does not. Only then is the model loaded.
 
 The arithmetic (no LMDeploy import: KV bytes per token, weights, engine buffers, the KV need and budget, the
 preflight) is :mod:`opencompass_longctx.models.engine`; this module re-exports its names.
@@ -20,120 +18,16 @@ preflight) is :mod:`opencompass_longctx.models.engine`; this module re-exports i
 template loads; OpenCompass's wrapper never passes it, ``turbomind_with_tf_above_v4_33.py:221``).
 """
 import os
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional
 
 from opencompass.models import TurboMindModelwithChatTemplate
 
-from opencompass_longctx.models import geometry, prefill, recipe, responses
+from opencompass_longctx.models import prefill, responses
+from opencompass_longctx.models.backend import engine_config_class
 from opencompass_longctx.models.engine import (KV_BYTES, LMDeployConfigError, PreflightError, engine_reserve_bytes,  # noqa: F401
                                                kv_bytes_per_token, kv_geometry, kv_plan, kv_preflight, read_model_config,
                                                weight_bytes)
-from opencompass_longctx.models.prefix_caching import engine_config as prefix_caching_config
-BACKENDS = ('auto', 'turbomind', 'pytorch')
-
-
-def _lmdeploy():
-    try:
-        import lmdeploy
-    except ImportError as e:
-        raise LMDeployConfigError(
-            'LMDeploy is not installed on this machine: install it where inference runs (a GPU machine) with '
-            "pip install -e '.[lmdeploy]' (or pip install 'opencompass-longctx[lmdeploy]')") from e
-    return lmdeploy
-
-
-def architecture(cfg: Dict) -> Optional[str]:
-    """``architectures[0]`` of a config.json (else the class its ``auto_map`` names), as LMDeploy reads it."""
-    if cfg.get('architectures'):
-        return cfg['architectures'][0]
-    auto = (cfg.get('auto_map') or {}).get('AutoModelForCausalLM')
-    return auto.split('.')[-1] if auto else None
-
-
-def choose_backend(cfg: Dict, requested: str = 'auto') -> Tuple[str, str]:
-    """(backend, why) for a config.json by its architecture, as LMDeploy picks it where TurboMind's library loads:
-    ``'auto'`` picks TurboMind when the architecture is in LMDeploy's own ``SUPPORTED_ARCHS``
-    (lmdeploy/turbomind/supported_models.py), else the PyTorch engine (lmdeploy/archs.py:37-38); a forced
-    ``'turbomind'`` for another architecture is an error. :func:`serving_backend` adds whether TurboMind loads."""
-    if requested not in BACKENDS:
-        raise LMDeployConfigError(f'backend must be one of {BACKENDS}, got {requested!r}')
-    arch = architecture(cfg)
-    if requested == 'pytorch':
-        return 'pytorch', f'{arch}: the PyTorch engine, as the model config asks (backend=\'pytorch\')'
-    lmdeploy = _lmdeploy()
-    from lmdeploy.turbomind.supported_models import SUPPORTED_ARCHS
-    where = f'TurboMind\'s SUPPORTED_ARCHS (LMDeploy {lmdeploy.__version__})'
-    if arch in SUPPORTED_ARCHS:
-        return 'turbomind', f'{arch} is in {where}'
-    if requested == 'turbomind':
-        raise LMDeployConfigError(f"backend='turbomind' but {arch} is not in {where}: LMDeploy would serve it with "
-                                  "the PyTorch engine; set backend='pytorch' (or 'auto') in the model row")
-    return 'pytorch', f'{arch} is not in {where}: the PyTorch engine'
-
-
-def turbomind_status() -> Tuple[bool, str]:
-    """(available, why not): whether TurboMind's compiled library loads, asked as LMDeploy asks it
-    (``lmdeploy.turbomind.is_available()``, archs.py:34-40; the import error it kept, ``_import_error``)."""
-    _lmdeploy()
-    from lmdeploy import turbomind
-    if turbomind.is_available():
-        return True, ''
-    err = getattr(turbomind, '_import_error', None)
-    return False, (f'{type(err).__name__}: {err}' if err else 'lmdeploy.turbomind._turbomind did not import')
-
-
-def needs_turbomind(cfg: Dict) -> Optional[str]:
-    """Why a model loads only on TurboMind (None: the PyTorch engine can load it too): MXFP4 weights (gpt-oss), which
-    only TurboMind's converter reads (lmdeploy/turbomind/converter.py; the PyTorch engine has no mxfp4 format)."""
-    quant = (geometry.text_config(cfg).get('quantization_config') or cfg.get('quantization_config') or {}).get('quant_method')
-    return f'its weights are {quant} (quantization_config), which only TurboMind loads' if quant == 'mxfp4' else None
-
-
-def serving_backend(cfg: Dict, requested: str = 'auto') -> Tuple[str, str]:
-    """(backend, why) LMDeploy will really run here: :func:`choose_backend`, and, where it gives TurboMind but
-    TurboMind's library does not load, the PyTorch engine LMDeploy falls back to (with the import error), or an error
-    when the row forces TurboMind or the model loads only on TurboMind (:func:`needs_turbomind`)."""
-    backend, why = choose_backend(cfg, requested)
-    if backend != 'turbomind':
-        return backend, why
-    ok, error = turbomind_status()
-    if ok:
-        return backend, why
-    fix = ("install the GPU stack on the GPU machine (make gpu-install, or pip install -e '.[lmdeploy]' in a fresh "
-           'environment: one CUDA 12 stack, an NVIDIA driver of the R570 series or newer)')
-    only = needs_turbomind(cfg)
-    if only or requested == 'turbomind':
-        reason = f'{architecture(cfg)}: {only}' if only else "the model row sets backend='turbomind'"
-        raise LMDeployConfigError(f'{reason}, but TurboMind is not available here ({error}): {fix}')
-    return 'pytorch', (f'{why}, but TurboMind is not available here ({error}): LMDeploy falls back to the PyTorch '
-                       f'engine, sized as such; for TurboMind {fix}')
-
-
-def ray_isolation(backend: str, tp: int, env) -> Tuple[Optional[str], str]:
-    """(RAY_ADDRESS to set or None, what the plan says) for one engine. The PyTorch engine at tp > 1 runs its
-    workers under Ray and calls ``ray.init(address=None)`` (lmdeploy/pytorch/ray.py init_ray_cluster), which joins a
-    cluster already running on the node (a ``ray start``, or another task's): the tasks of one node would then place
-    their GPU groups in one cluster and compete. Each task gets its own instance (``RAY_ADDRESS=local``: Ray starts a
-    new local one) unless the user points at a cluster by setting ``RAY_ADDRESS`` (``auto`` or an address)."""
-    if backend != 'pytorch' or int(tp) <= 1:
-        return None, ''
-    given = env.get('RAY_ADDRESS')
-    if given and given != 'local':
-        return None, f'Ray: the cluster RAY_ADDRESS={given} names (set by the user; tasks share it)'
-    return 'local', ('Ray: a private instance per task (RAY_ADDRESS=local; set RAY_ADDRESS to a cluster\'s address '
-                     'to use one)')
-
-
-def text_only(cfg: Dict, backend: str, engine_config: Dict) -> Dict:
-    """``engine_config`` with ``language_model_only=True`` when LMDeploy would serve the model as a vision-language
-    one (``lmdeploy.archs.check_vl_llm``: Gemma-3, Llama-4, ...): the benchmarks are text only, and LMDeploy's
-    ``get_task`` (archs.py:116-131) would otherwise start ``VLAsyncEngine`` and load the vision encoder on the first
-    GPU beside the engine, memory the KV-cache preflight does not count. A row that sets the key keeps its value."""
-    if 'language_model_only' in engine_config or not cfg.get('architectures'):
-        return dict(engine_config)
-    _lmdeploy()
-    from lmdeploy.archs import check_vl_llm
-    return dict(engine_config, language_model_only=True) if check_vl_llm(backend, cfg) else dict(engine_config)
+from opencompass_longctx.models.engine_plan import served
 
 
 def harmony_vocabulary(cfg: Dict) -> Optional[str]:
@@ -165,15 +59,6 @@ def harmony_vocabulary(cfg: Dict) -> Optional[str]:
         os.replace(tmp, target)
     os.environ['TIKTOKEN_ENCODINGS_BASE'] = directory
     return directory
-
-
-def engine_config_class(backend: str):
-    lmdeploy = _lmdeploy()
-    if backend == 'turbomind':
-        return lmdeploy.TurbomindEngineConfig
-    if backend == 'pytorch':
-        return lmdeploy.PytorchEngineConfig
-    raise LMDeployConfigError(f"backend must be 'turbomind' or 'pytorch', got {backend!r}")
 
 
 def validate_engine_config(engine_config: Dict, backend: str = 'turbomind', max_seq_len: Optional[int] = None,
@@ -213,7 +98,8 @@ def _visible_gpus() -> Optional[int]:
 class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
     """``TurboMindModelwithChatTemplate`` that validates and preflights before loading (see module doc).
 
-    Extra arguments: ``backend`` (``'auto'``, the default: chosen from config.json, see :func:`choose_backend`),
+    Extra arguments: ``backend`` (``'auto'``, the default: chosen from config.json, see
+    :func:`~opencompass_longctx.models.backend.choose_backend`),
     ``trust_remote_code`` (passed to LMDeploy's pipeline: True for models whose tokenizer or config is code in
     their directory), ``native_window``, ``long_context``, ``rope`` and ``caveats`` (the row's long-context recipe,
     :mod:`opencompass_longctx.models.recipe`: ``long_context``'s engine keys apply only when ``session_len``
@@ -230,18 +116,15 @@ class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
                  long_context: Optional[Dict] = None, rope: Optional[Dict] = None, caveats=None,
                  max_tier: Optional[str] = None, prefix_caching: Optional[bool] = None, declared_geometry=None,
                  **kwargs):
-        # max_tier, declared_geometry: read by the harness (opencompass_longctx.combinations, models.sizing)
-        engine_config = dict(engine_config or {})
-        if max_seq_len and 'session_len' not in engine_config:
-            engine_config['session_len'] = max_seq_len
-        recipe_cfg = dict(native_window=native_window, long_context=long_context, rope=rope, caveats=caveats)
-        engine_config = recipe.band_engine_config(recipe_cfg, engine_config)
+        # max_tier, declared_geometry: read by the harness (opencompass_longctx.combinations, models.engine_plan)
         cfg = read_model_config(path)
-        pick = choose_backend if tokenizer_only else serving_backend      # the engine that will really be built
-        self.backend, self.backend_reason = pick(cfg, backend)
-        engine_config = text_only(cfg, self.backend, engine_config)
-        # on where LMDeploy reuses prompt blocks exactly (models/prefix_caching.py); prefix_caching=False: off
-        engine_config = prefix_caching_config(cfg, self.backend, engine_config, prefix_caching)
+        # the engine is decided in models/engine_plan.py (the planner's decision too); here it is validated,
+        # preflighted and started
+        engine = served(dict(engine_config=engine_config, backend=backend, max_seq_len=max_seq_len,
+                             prefix_caching=prefix_caching, native_window=native_window, long_context=long_context,
+                             rope=rope, caveats=caveats), cfg, tokenizer_only)
+        self.backend, self.backend_reason = engine.backend, engine.backend_reason
+        engine_config = engine.engine_config
         validate_engine_config(engine_config, self.backend, max_seq_len,
                                None if tokenizer_only else _visible_gpus())
         if preflight and not tokenizer_only:
@@ -254,10 +137,9 @@ class LongCtxTurboMindModel(TurboMindModelwithChatTemplate):
         self.trust_remote_code = bool(trust_remote_code)
         if not tokenizer_only:
             harmony_vocabulary(cfg)
-            ray_address, _ = ray_isolation(self.backend, engine_config.get('tp', 1), os.environ)
-            if ray_address:
-                os.environ['RAY_ADDRESS'] = ray_address     # read by ray.init(address=None) in LMDeploy's executor
-        self.rope = recipe.effective_rope(recipe_cfg, engine_config.get('session_len'))
+            if engine.ray_address:
+                os.environ['RAY_ADDRESS'] = engine.ray_address   # read by ray.init(address=None) in LMDeploy's executor
+        self.rope = engine.rope
         super().__init__(path=path, engine_config=engine_config, backend=self.backend, max_seq_len=max_seq_len,
                          tokenizer_only=tokenizer_only, **kwargs)
         if not tokenizer_only:  # LMDeploy's error responses become markers, never empty answers that are scored

@@ -13,22 +13,53 @@ Model-config keys (from ``tables/lmdeploy_models.py``):
   support as the authors recommend (marked in the plan and in the tier table).
 """
 import copy
+from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 NO_SCALING = {'type': 'default'}
 CAVEAT_MARK = '†'
 
 
-def uses_long_context(model_cfg: Dict, session_len: Optional[int]) -> bool:
-    native = model_cfg.get('native_window')
-    return bool(model_cfg.get('long_context') and native and session_len and session_len > native)
+@dataclass(frozen=True)
+class Recipe:
+    """A model row's long-context recipe, read once (the model-config keys of the module doc)."""
+    native_window: Optional[int] = None
+    rope: Optional[Dict] = None
+    long_context: Optional[Dict] = None
+    caveats: Optional[List[Dict]] = None
 
+    @classmethod
+    def of(cls, model_cfg: Dict) -> 'Recipe':
+        return cls(model_cfg.get('native_window'), model_cfg.get('rope'), model_cfg.get('long_context'),
+                   model_cfg.get('caveats'))
 
-def native_band(model_cfg: Dict, session_len: Optional[int], largest_tier_tokens: float) -> bool:
-    """Whether an engine of ``session_len`` that would get the long-context recipe serves only tiers within the
-    native window (the planner's band up to 32k for a 32k model: its engine is longer only for tokenizer
-    headroom): such a band gets no static scaling (LongCtxPartitioner caps its engine at the native window)."""
-    return uses_long_context(model_cfg, session_len) and largest_tier_tokens <= model_cfg['native_window']
+    def uses_long_context(self, session_len: Optional[int]) -> bool:
+        native = self.native_window
+        return bool(self.long_context and native and session_len and session_len > native)
+
+    def native_band(self, session_len: Optional[int], largest_tier_tokens: float) -> bool:
+        """Whether an engine of ``session_len`` that would get the long-context recipe serves only tiers within the
+        native window (the planner's band up to 32k for a 32k model: its engine is longer only for tokenizer
+        headroom): such a band gets no static scaling (its engine stops at the native window)."""
+        return self.uses_long_context(session_len) and largest_tier_tokens <= self.native_window
+
+    def band_engine_config(self, engine_config: Dict) -> Dict:
+        """The engine keys for this engine's ``session_len``: ``long_context``'s keys (not its ``rope``) merged in
+        when the session is longer than the native window."""
+        if not self.uses_long_context(engine_config.get('session_len')):
+            return dict(engine_config)
+        extra = {k: v for k, v in self.long_context.items() if k != 'rope'}
+        return merge_overrides(engine_config, extra)
+
+    def effective_rope(self, session_len: Optional[int]) -> Dict:
+        """The RoPE scaling the row states for an engine of ``session_len`` tokens."""
+        if self.uses_long_context(session_len):
+            return dict(self.long_context.get('rope') or NO_SCALING)
+        return dict(self.rope or NO_SCALING)
+
+    def caveats_at(self, tier_tokens: int) -> List[str]:
+        """Why a tier of ``tier_tokens`` tokens runs the model beyond what its engine supports (empty: it does not)."""
+        return [c['reason'] for c in (self.caveats or []) if tier_tokens > int(c['above'])]
 
 
 def merge_overrides(base: Dict, extra: Dict) -> Dict:
@@ -40,20 +71,23 @@ def merge_overrides(base: Dict, extra: Dict) -> Dict:
     return out
 
 
+def uses_long_context(model_cfg: Dict, session_len: Optional[int]) -> bool:
+    return Recipe.of(model_cfg).uses_long_context(session_len)
+
+
+def native_band(model_cfg: Dict, session_len: Optional[int], largest_tier_tokens: float) -> bool:
+    """:meth:`Recipe.native_band` of a model config."""
+    return Recipe.of(model_cfg).native_band(session_len, largest_tier_tokens)
+
+
 def band_engine_config(model_cfg: Dict, engine_config: Dict) -> Dict:
-    """The engine keys for this engine's ``session_len``: ``long_context``'s keys (not its ``rope``) merged in
-    when the session is longer than the native window."""
-    if not uses_long_context(model_cfg, engine_config.get('session_len')):
-        return dict(engine_config)
-    extra = {k: v for k, v in model_cfg['long_context'].items() if k != 'rope'}
-    return merge_overrides(engine_config, extra)
+    """:meth:`Recipe.band_engine_config` of a model config."""
+    return Recipe.of(model_cfg).band_engine_config(engine_config)
 
 
 def effective_rope(model_cfg: Dict, session_len: Optional[int]) -> Dict:
-    """The RoPE scaling the row states for an engine of ``session_len`` tokens."""
-    if uses_long_context(model_cfg, session_len):
-        return dict(model_cfg['long_context'].get('rope') or NO_SCALING)
-    return dict(model_cfg.get('rope') or NO_SCALING)
+    """:meth:`Recipe.effective_rope` of a model config."""
+    return Recipe.of(model_cfg).effective_rope(session_len)
 
 
 def rope_text(rope: Dict) -> str:
@@ -67,5 +101,5 @@ def rope_text(rope: Dict) -> str:
 
 
 def caveats(model_cfg: Dict, tier_tokens: int) -> List[str]:
-    """Why a tier of ``tier_tokens`` tokens runs the model beyond what its engine supports (empty: it does not)."""
-    return [c['reason'] for c in (model_cfg.get('caveats') or []) if tier_tokens > int(c['above'])]
+    """:meth:`Recipe.caveats_at` of a model config."""
+    return Recipe.of(model_cfg).caveats_at(tier_tokens)

@@ -8,7 +8,7 @@ import re
 from typing import Dict, List, Optional, Sequence
 
 from opencompass_longctx.spec import check_tokenizer, spec_class, spec_of, load_kwargs
-from opencompass_longctx.models.sizing import is_lmdeploy
+from opencompass_longctx.models.engine_plan import is_lmdeploy
 from opencompass_longctx.options import parse_config
 from opencompass_longctx.tiers import TierError, canonical_tier
 from opencompass_longctx.util import type_name

@@ -5,7 +5,7 @@ from typing import Dict, Optional, Sequence
 
 from opencompass_longctx.tables.cost_model import COST_MODEL, GPUS
 from opencompass_longctx.models import geometry
-from opencompass_longctx.models.sizing import EnginePlan
+from opencompass_longctx.models.engine_plan import EnginePlan
 from opencompass_longctx.plan.bands import PlanError
 def cost_model(overrides: Optional[Dict] = None) -> Dict:
     cm = dict(COST_MODEL, **(overrides or {}))

@@ -1,4 +1,4 @@
-"""Task grouping and the plan's summary: a run's model x dataset combinations become inference tasks, one per
+"""Task grouping: a run's model x dataset combinations become inference tasks, one per
 (model, tier band) or a few shards of a band, each with its engine sized and costed.
 
 Datasets inside a task run shortest first; shards split a band's datasets by prompt tokens. An LMDeploy model's
@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
-from opencompass_longctx.models.sizing import BATCH_CAP, EnginePlan, is_lmdeploy, model_tokenizer, size_engine
+from opencompass_longctx.models.engine_plan import BATCH_CAP, Band, EnginePlan, is_lmdeploy, plan_engine
 from opencompass_longctx.combinations import without_run_options
 from opencompass_longctx.tiers import parse_tier, sort_tiers
 from opencompass_longctx.util import type_name
@@ -46,6 +46,19 @@ class TaskPlan:
     @property
     def overhead_gpu_hours(self) -> float:
         return max(self.gpus, 1) * self.seconds['start'] / 3600
+
+
+def model_tokenizer(model_cfg):
+    """The model's own tokenizer (from its directory), or None when it cannot be loaded here."""
+    path = model_cfg.get('path')
+    if not path or not os.path.isdir(path):
+        return None
+    try:
+        from opencompass_longctx.tokenizer.counting import get_tokenizer
+        return get_tokenizer(path)
+    except Exception:  # noqa: BLE001 - the plan then uses the default headroom (and says so)
+        return None
+
 
 
 def _split_shards(loads: List, n: int) -> List[List]:
@@ -117,104 +130,20 @@ def _with_model_window(d: Dict, window: int) -> Dict:
     return d
 
 
-def _over_window(loads, window: int) -> List[str]:
-    """The datasets whose longest prompt, in the model's tokens by the tokenizer ratio measured here, with the chat
-    template and the answer, exceed the model's window: :mod:`opencompass_longctx.models.window` decided without a
-    tokenizer (model tokens taken as data tokens), this is the check where the model's tokenizer is at hand."""
-    import math
-
-    from opencompass_longctx.models.window import CHAT_TEMPLATE_TOKENS
-    out = []
-    for ld in loads:
-        need = math.ceil(ld.row_tokens_estimate * (ld.ratio or 1.0)) + CHAT_TEMPLATE_TOKENS + ld.max_out_len
-        if window and ld.ratio and need > window:
-            out.append(f'{ld.abbr} ({ld.row_tokens_estimate:,} data tokens x {ld.ratio:.3f} + '
-                       f'{CHAT_TEMPLATE_TOKENS} + {ld.max_out_len} = {need:,} > {window:,})')
-    return out
-
-
 def _task(model, abbr, band, shard, shards, group, cm, batch_cap, consider_cp=False) -> TaskPlan:
+    """One inference task: its datasets, and for an LMDeploy model the engine :mod:`..models.engine_plan` decides
+    for them, written into the task's model config."""
     loads = [ld for _, ld in group]
     cfg = copy.deepcopy(without_run_options(model))
     engine = None
     if is_lmdeploy(model):
-        model_max = int(model.get('max_seq_len') or (model.get('engine_config') or {}).get('session_len') or 0)
-        need = max(ld.need_tokens for ld in loads)
-        session_len = min(model_max, need) if model_max else need
-        from opencompass_longctx.models.recipe import caveats, effective_rope, native_band
-        if native_band(model, session_len, max(ld.tier_tokens * (ld.ratio or 1.0) for ld in loads)):
-            # every tier of the band fits the native window, the engine is longer only for tokenizer headroom:
-            # it stops at the native window and gets no static scaling; a prompt that is longer after all is an
-            # engine-sizing miss (ENGINE_TOO_SMALL, reported), never served unscaled beyond the native window
-            session_len = int(model['native_window'])
-        engine = size_engine(model, session_len, cm['gpu_spec'], batch_cap, consider_cp)
-        engine.headroom = max(ld.headroom for ld in loads)
-        engine.token_ratio_measured = all(ld.ratio is not None for ld in loads)
-        engine.rope = effective_rope(cfg, session_len)
-        engine.caveats = {ld.tier: caveats(model, ld.tier_tokens) for ld in loads if caveats(model, ld.tier_tokens)}
-        engine.over_window = _over_window(loads, model_max) or None
-        ec = dict(cfg.get('engine_config') or {})
-        ec.update(session_len=session_len, max_batch_size=engine.max_batch_size)
-        if engine.cp and engine.cp > 1:
-            ec['cp'] = engine.cp
-        cfg['engine_config'] = ec
-        cfg['max_seq_len'] = session_len
-        cfg['batch_size'] = engine.max_batch_size
-        if model_max and session_len < model_max:   # a prompt the model holds but this engine does not is a miss
-            group = [(_with_model_window(d, model_max), ld) for d, ld in group]
+        engine = plan_engine(model, Band(tuple(loads), consider_cp), cm['gpu_spec'], batch_cap)
+        cfg = engine.task_model(cfg)
+        if engine.shortened:   # a prompt the model holds but this engine does not is a miss, never a cut
+            group = [(_with_model_window(d, engine.window), ld) for d, ld in group]
     gpus = int((model.get('run_cfg') or {}).get('num_gpus', 0))
     return TaskPlan(model=abbr, band=band, shard=shard, shards=shards, datasets=[ld.abbr for ld in loads],
                     tiers=sort_tiers({ld.tier for ld in loads}),
                     rows=sum(ld.rows for ld in loads), prompt_tokens=sum(ld.prompt_tokens for ld in loads),
                     exact=all(ld.exact for ld in loads), gpus=gpus, engine=engine,
                     seconds=task_seconds(loads, engine, cm), model_cfg=cfg, dataset_cfgs=[d for d, _ in group])
-
-
-def summarize(plan: Dict, problems: Sequence[str] = ()) -> Dict:
-    """Per model and band: tasks, engine starts, GPUs, datasets, samples, tokens, engine size, GPU-hours."""
-    models: Dict[str, Dict] = {}
-    for t in plan['tasks']:
-        m = models.setdefault(t.model, {'bands': {}, 'tasks': 0, 'engine_starts': 0, 'gpu_hours': 0.0,
-                                        'overhead_gpu_hours': 0.0, 'lmdeploy': t.engine is not None})
-        b = m['bands'].setdefault(t.band, {'tasks': 0, 'engine_starts': 0, 'gpus_per_task': t.gpus, 'datasets': 0,
-                                           'samples': 0, 'prompt_tokens': 0, 'exact': True, 'tiers': set(),
-                                           'session_len': None, 'max_batch_size': None, 'verdict': None,
-                                           'reason': '', 'gpu_hours': 0.0, 'caveats': {}})
-        b['tasks'] += 1
-        b['engine_starts'] += 1
-        b['datasets'] += len(t.datasets)
-        b['samples'] += t.rows
-        b['prompt_tokens'] += t.prompt_tokens
-        b['exact'] = b['exact'] and t.exact
-        b['tiers'].update(t.tiers)
-        if t.engine:
-            e = t.engine
-            b['session_len'] = max(b['session_len'] or 0, e.session_len)
-            b['max_batch_size'] = e.max_batch_size
-            b['verdict'] = e.verdict
-            b['reason'] = e.reason or ''
-            m['backend'] = (e.backend, e.backend_reason)
-            m['prefix_caching'] = e.prefix_caching
-            m['layer_types'] = (e.layer_types, e.kv_bytes_per_token)
-            b['rope'] = e.rope
-            b['caveats'].update(e.caveats or {})
-            if e.cp_note:
-                b['cp'] = (e.cp, e.cp_note)
-        b['gpu_hours'] += t.gpu_hours
-        m['tasks'] += 1
-        m['engine_starts'] += 1
-        m['gpu_hours'] += t.gpu_hours
-        m['overhead_gpu_hours'] += t.overhead_gpu_hours
-    for m in models.values():
-        for b in m['bands'].values():
-            b['tiers'] = sort_tiers(b['tiers'])
-    total = sum(m['gpu_hours'] for m in models.values())
-    overhead = sum(m['overhead_gpu_hours'] for m in models.values())
-    cm = {k: v for k, v in plan['cost_model'].items()}
-    return {'models': models, 'tasks': len(plan['tasks']),
-            'engine_starts': sum(m['engine_starts'] for m in models.values()),
-            'gpu_hours': total, 'overhead_gpu_hours': overhead,
-            'gpu_hours_without_reuse': sum(t.gpu_hours_without_reuse for t in plan['tasks']),
-            'overhead_share': overhead / total if total else None,
-            'costed': all(t.seconds.get('costed') for t in plan['tasks'] if t.engine),
-            'skipped_already_predicted': len(plan['skipped']), 'cost_model': cm, 'problems': list(problems)}

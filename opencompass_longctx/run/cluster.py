@@ -90,7 +90,7 @@ def requests(plan: Dict, runner_cfg: Optional[Dict]) -> List[Dict]:
     for t in plan['tasks']:
         gpus = max(int(t.gpus or 0), 0)
         out.append({'model': t.model, 'band': t.band, 'shard': f'{t.shard + 1}/{t.shards}', 'gpus': gpus,
-                    'tp': getattr(t.engine, 'tp', None), 'partition': runner_cfg.get('partition'),
+                    'tp': t.engine.tp if t.engine else None, 'partition': runner_cfg.get('partition'),
                     'quotatype': runner_cfg.get('quotatype'), 'qos': runner_cfg.get('qos'),
                     'gres': f'gpu:{gpus}' if gpus > 0 else None, 'srun': srun_options(runner_cfg, gpus)})
     return out

@@ -122,7 +122,7 @@ class LongCtxPartitioner(BasePartitioner):
         done = resume.summarize(resume.progress(model_dataset_combinations, plan, out_dir, self.bands, self.headroom,
                                                 stale), plan, stale)
         done['notes'] += unchecked
-        summary.update(cluster_requests=requests, resume=done, **({'left_out': left_out} if left_out else {}))
+        summary.cluster_requests, summary.resume, summary.left_out = requests, done, left_out or None
         markdown = (P.to_markdown(summary) + cluster.to_markdown(requests, self.runners, slurm_notes)
                     + resume.to_markdown(done) + (f'\n{self.reuse_line}\n' if self.reuse_line else ''))
         paths = P.write(summary, plan, os.path.join(work_dir, 'plan'), markdown)
