@@ -91,6 +91,7 @@ def opencompass_args():
 def in_opencompass(command: str = 'opencompass'):
     """:func:`stop_on_error` for plugin code that OpenCompass's main process runs (a partitioner, the summarizer):
     there its errors are one line and exit 2; anywhere else (a task subprocess, a test) they are raised as usual."""
-    if sys.modules.get('opencompass.cli.main') is None:
-        return contextlib.nullcontext()
+    main = getattr(sys.modules.get('__main__'), '__spec__', None)
+    if sys.modules.get('opencompass.cli.main') is None and getattr(main, 'name', None) != 'opencompass.cli.main':
+        return contextlib.nullcontext()   # (`python -m opencompass.cli.main` runs it as __main__)
     return stop_on_error(command, getattr(opencompass_args(), 'config', None), kind=True)

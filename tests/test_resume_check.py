@@ -197,3 +197,23 @@ def test_a_prompt_that_is_part_of_the_saved_one_is_another_prompt():
         reason
     assert resume_check.mismatch(saved, [with_instruction], finished=True) == ''
     assert resume_check.prompt_digest(with_instruction.messages) != resume_check.prompt_digest(without[0].messages)
+
+
+def test_a_prompt_saved_with_its_answer_prefix_is_the_current_prompt():
+    """LongBioBench's answer prefix: the package's chat wrappers send the final BOT turn (prefill), OpenCompass's own
+    parser drops it; a saved prompt that was sent either way matches, another prefix does not."""
+    from opencompass.utils.prompt import PromptList
+
+    from opencompass_longctx.models.prefill import PrefillTemplateParser
+    from opencompass_longctx.run.resume_check import Sample
+    prompt = PromptList([dict(section='round', pos='begin'), dict(role='HUMAN', prompt='Who is Ann?'),
+                         dict(role='BOT', prompt='Based on the context,'), dict(section='round', pos='end')])
+    sample = Sample.of(prompt)
+    meta = dict(round=[dict(role='HUMAN', api_role='HUMAN'), dict(role='SYSTEM', api_role='HUMAN'),
+                       dict(role='BOT', api_role='BOT', generate=True)])   # OpenCompass's default chat roles
+    sent = json.loads(json.dumps(PrefillTemplateParser(meta).parse_template(prompt, mode='gen')))
+    assert sent[-1]['prefill'] is True and sample.differs(sent) is None
+    assert sample.differs(sample.messages) is None
+    other = [dict(m) for m in sent]
+    other[-1]['prompt'] = 'Based on the bios,'
+    assert 'saved' in sample.differs(other)

@@ -51,27 +51,34 @@ class Stale:
 
 @dataclasses.dataclass(frozen=True)
 class Sample:
-    """One sample of the current dataset as the model would receive it: its prompt rendered the two ways OpenCompass
-    renders one (``messages``: a chat model's, by ``APITemplateParser``; ``text``: a model without a chat template's,
-    by ``LMTemplateParser``; each with the model's meta template), the texts of its messages and its gold answer."""
+    """One sample of the current dataset as the model would receive it: its prompt rendered the ways OpenCompass
+    renders one (``messages``: a chat model's, by ``APITemplateParser``; ``prefilled``: the same with a final answer
+    prefix kept, as the package's chat wrappers send LongBioBench's (:mod:`opencompass_longctx.models.prefill`);
+    ``text``: a model without a chat template's, by ``LMTemplateParser``; each with the model's meta template), the
+    texts of its messages and its gold answer."""
     messages: object
     text: object
     pieces: Tuple[str, ...]
     gold: object
+    prefilled: object = None
 
     @classmethod
     def of(cls, prompt, gold=None, meta_template: Optional[Dict] = None) -> 'Sample':
         """The sample of a prompt (a string or a PromptList) for a model with ``meta_template``."""
         from opencompass.models.base import LMTemplateParser
         from opencompass.models.base_api import APITemplateParser
+
+        from opencompass_longctx.models.prefill import PrefillTemplateParser
         chat = meta_template or dict(round=[dict(role='HUMAN', api_role='HUMAN'), dict(role='SYSTEM', api_role='HUMAN'),
                                             dict(role='BOT', api_role='BOT', generate=True)])  # OpenCompass's default
         try:
             messages = APITemplateParser(chat).parse_template(prompt, mode='gen')
+            prefilled = PrefillTemplateParser(chat).parse_template(prompt, mode='gen')
         except (TypeError, KeyError, IndexError, AssertionError, ValueError):   # a prompt no chat model takes
-            messages = None
+            messages = prefilled = None
         text = LMTemplateParser(meta_template).parse_template(prompt, mode='gen')
-        return cls(_plain(messages), _plain(text), tuple(prompt_pieces(prompt)), gold)
+        return cls(_plain(messages), _plain(text), tuple(prompt_pieces(prompt)), gold,
+                   None if prefilled == messages else _plain(prefilled))
 
     def differs(self, saved) -> Optional[str]:
         """None when the saved ``origin_prompt`` is this sample's prompt exactly (their sha256 are equal); else
@@ -79,6 +86,11 @@ class Sample:
         now = self.text if isinstance(saved, str) else self.messages
         if saved is not None and prompt_digest(saved) == prompt_digest(now):
             return None
+        if not isinstance(saved, str) and self.prefilled is not None:   # sent with its answer prefix
+            if saved is not None and prompt_digest(saved) == prompt_digest(self.prefilled):
+                return None
+            if saved and isinstance(saved[-1], dict) and saved[-1].get('prefill'):
+                now = self.prefilled
         return first_difference(saved, now)
 
 
