@@ -148,7 +148,8 @@ def detail_cell(res: Optional[dict], key: str, value: str, bench: Optional[Bench
         return Cell(status='missing', reason=f'no sample with {key}={value}')
     mean, n = 100.0 * sum(hits) / len(hits), len(hits)
     cell = Cell(score=mean, n=n)
-    cell.set_interval(binomial_interval([(1.0, mean / 100, n)]), n, 'wilson')
+    if data is None or bench is None:   # else the interval of its unit (once, in _with_units)
+        cell.set_interval(binomial_interval([(1.0, mean / 100, n)]), n, 'wilson')
     return _with_units(cell, data if bench else None, f'{unit_key}|{key}={value}',
                        lambda: make_unit(bench, res, task, mean, n, keep=(key, value)))
 
