@@ -7,20 +7,16 @@ the same cache, when ``babi_dir`` and ``background_dir`` are given (or ``$BABI_D
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field, replace
-from typing import ClassVar, Dict, Optional
+from typing import Optional
 
 from opencompass_longctx import parallel
 from opencompass_longctx.base import LongCtxDataset
 from opencompass_longctx.cache import DatasetCache, make_key
 from opencompass_longctx.data_files import DataNotFoundError, find_file
-from opencompass_longctx.options import Options, by, flag, integer, one_of, option, text
-from opencompass_longctx.tiers import Tier, dataset_tier
-from opencompass_longctx.tokenizer.counting import GPT2_TOKENIZER, get_tokenizer
+from opencompass_longctx.tokenizer.counting import get_tokenizer
 from opencompass_longctx.babilong import data as bdata
 from opencompass_longctx.babilong.build import build_rows, generated_rows
-from opencompass_longctx.babilong.spec import BENCHMARK
-from opencompass_longctx.babilong.prompts import VARIANTS as PROMPT_VARIANTS, prompt_parts
+from opencompass_longctx.babilong.spec import BENCHMARK, BabilongOptions
 def _file_records(path: str, indices, num_samples: Optional[int]):
     wanted = None if indices is None else set(indices)
     taken = 0
@@ -46,54 +42,6 @@ def _progress(it, total: Optional[int], desc: str):
         bar.close()
 
 
-def _check_indices(value) -> None:
-    """None, a JSON file of indices, ``{task: [indices]}`` or a list of row indices (>= 0)."""
-    if value is None or isinstance(value, (str, dict)):
-        return
-    if not isinstance(value, (list, tuple)) or not all(
-            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value):
-        raise bdata.BabilongDataError(f'sample_indices must be a list of row indices (>= 0), a JSON file of them or '
-                                      f'{{task: [indices]}}, got {value!r}')
-
-
-@dataclass(frozen=True)
-class BabilongOptions(Options):
-    """One BABILong split's options, checked once by :meth:`Options.parse` (the tier a :class:`Tier` from there
-    on): what the loader passes inward. ``babi_dir`` / ``background_dir`` default to ``$BABI_DIR`` /
-    ``$PG19_DIR``; generated splits take ``num_samples`` samples (default 100), made by ``num_proc`` processes
-    (default: the cores available; the same rows for any value)."""
-    error: ClassVar[type] = bdata.BabilongDataError
-    owner: ClassVar[str] = 'BabilongDataset'
-    tier: Tier = option(check=lambda name, v, error: dataset_tier(v, BENCHMARK.tier_unit))  # the one parse of a load
-    task: str = option('qa1', by(bdata.task_number))
-    path: Optional[str] = option(None, text())
-    sample_source: str = option('100', one_of(bdata.SAMPLE_SOURCES, str))
-    num_samples: Optional[int] = option(None, integer(1, optional=True))
-    sample_indices: object = option(None, by(_check_indices))   # read with the file
-    use_instruction: bool = option(True, flag())
-    use_examples: bool = option(True, flag())
-    use_post_prompt: bool = option(True, flag())
-    prompt_variant: str = option('official', one_of(PROMPT_VARIANTS))
-    count_tokenizer: str = option(GPT2_TOKENIZER, text(optional=False))
-    download: Optional[bool] = option(None, flag(optional=True))
-    revision: Optional[str] = option(None, text())
-    babi_dir: Optional[str] = option(None, text())
-    background_dir: Optional[str] = option(None, text())
-    seed: int = option(0, integer())
-    generator_tokenizer: str = option(GPT2_TOKENIZER, text(optional=False))
-    fix_len_off_by_one: bool = option(False, flag())
-    num_proc: Optional[int] = option(None, lambda name, v, error: parallel.check_num_proc(v))
-    parts: Dict[str, str] = field(init=False, default_factory=dict)
-
-    def finish(self) -> 'BabilongOptions':
-        o = replace(self, babi_dir=self.babi_dir or os.environ.get('BABI_DIR') or None,
-                    background_dir=self.background_dir or os.environ.get('PG19_DIR') or None,
-                    num_proc=parallel.check_num_proc(self.num_proc))
-        object.__setattr__(o, 'parts', prompt_parts(o.task, o.prompt_variant, o.use_instruction, o.use_examples,
-                                                    o.use_post_prompt))
-        return o
-
-
 def load_babilong(tier, **options):
     """Build (or reload from the cache) one BABILong split as a ``datasets.Dataset`` of plain strings
     (``options``: the fields of :class:`BabilongOptions`)."""
@@ -116,7 +64,7 @@ def load_split(o: BabilongOptions):
         params.update(sample_source='generated', generator=gen.fingerprint(), samples=n)
         key = make_key('babilong', params, tokenizer.fingerprint, gen.input_files([task]), cache.root)
         return cache.get_or_build('babilong', key, lambda: generated_rows(
-            gen, task, tier, n, parts, tokenizer, o.prompt_variant, o.num_proc), params=params)
+            gen, task, tier, n, parts, tokenizer, o.prompt_variant, o.processes), params=params)
 
     if o.sample_source == 'generated':
         return generated()
@@ -153,5 +101,4 @@ def load_split(o: BabilongOptions):
 class BabilongDataset(LongCtxDataset):
     """``type=BabilongDataset`` in configs; every extra config key is a field of :class:`BabilongOptions`."""
     benchmark = BENCHMARK
-    options = BabilongOptions
     build = staticmethod(load_split)

@@ -49,7 +49,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from opencompass_longctx import __version__, parallel
 from opencompass_longctx.tables.tier_table import STANDARD_TIERS
-from opencompass_longctx.tiers import canonical_tier, parse_tier
+from opencompass_longctx.tiers import Tier, canonical_tier, parse_tier
 from opencompass_longctx.tokenizer.counting import QWEN2_TOKENIZER
 from opencompass_longctx.longbio.counting import Counter
 from opencompass_longctx.longbio.pools import load_pools
@@ -127,7 +127,7 @@ def make_spec(tier, cell=None, task=None, n=None, mode='compat', shots=None, see
     c = resolve_cell(cell, task, n)
     check_mode(mode)
     shots = check_shots(c['task'], shots)
-    t = canonical_tier(tier, TIER_UNIT)   # the length's one name (LongBioBench: 1024k is 1m)
+    t = tier if isinstance(tier, Tier) else canonical_tier(tier, TIER_UNIT)   # its one name (1024k is 1m)
     density = _check_unit_interval('density', density)
     if not isinstance(depth, (list, tuple)) or len(depth) != 2:
         raise LongBioConfigError(f'depth must be a (start, end) pair of fractions, got {depth!r}')
