@@ -6,8 +6,8 @@ A benchmark's dataset class names its spec (:mod:`opencompass_longctx.spec`, whi
 the build for the planner. A benchmark's evaluator scores only the samples that were answered; the shared
 :meth:`LongCtxEvaluator.score` checks the predictions, leaves out the samples marked by
 :mod:`opencompass_longctx.overlength` (never sent to the model), puts their details back, counts them and reports
-``accuracy`` only when something was answered. A fourth benchmark is one folder with the same five files
-(``spec.py``, ``dataset.py``, ``evaluator.py``, ``scoring.py``, a config under ``configs/datasets/``).
+``accuracy`` only when something was answered. A fourth benchmark is one folder with the same files
+(``spec.py``, ``dataset.py``, ``evaluator.py``, ``scoring.py``) and its configs (docs/development.md, "Add a benchmark").
 """
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Dict, List, Optional, Sequence

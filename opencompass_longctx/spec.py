@@ -78,8 +78,8 @@ class Bench:
     # those details; None: no base tier was scored), used instead of the best row score at base_tiers (NoLiMa's
     # per-pair base: opencompass_longctx.nolima.metrics.base_from_details, set by its spec)
     paper_base: Optional[Callable[[Sequence[dict]], Optional[float]]] = None
-    # How the samples of this benchmark are related (specs/statistics.md), read by the intervals and the paired
-    # tests: ``cluster_keys`` are the per-sample detail keys whose values together name a sample's cluster (samples
+    # How the samples of this benchmark are related (docs/leaderboard.md, on the intervals), read by the intervals
+    # and the paired tests: ``cluster_keys`` are the per-sample detail keys whose values together name a sample's cluster (samples
     # that share text, e.g. NoLiMa's needle entry, across its datasets and tiers); empty: every sample is its own
     # cluster (independent samples). ``strata_keys`` name a crossed factor with few levels that is held fixed
     # (NoLiMa's haystack), never treated as clusters. ``relation`` says in words what the data makes of its samples.

@@ -1,4 +1,4 @@
-"""Each benchmark room's spec: found from a dataset config's type, sized (estimate, or exact from the build
+"""Each benchmark's spec: found from a dataset config's type, sized (estimate, or exact from the build
 record), its data checked with actionable problems, its tables as data."""
 import pytest
 

@@ -13,10 +13,10 @@ def load_longbio(tier, **options):
 
 def load_cell(o: LongBioOptions):
     """The samples of checked options, through the cache."""
-    params = dict(o.spec.public(), num_samples=o.num_samples, start_index=o.start_index)
+    params = dict(o.settings.public(), num_samples=o.num_samples, start_index=o.start_index)
     cache = DatasetCache()
-    key = make_key('longbio', params, o.spec.tokenizer.fingerprint, (), cache.root)
-    return cache.get_or_build('longbio', key, lambda: generate(o.spec, o.num_samples, o.start_index, o.processes),
+    key = make_key('longbio', params, o.settings.tokenizer.fingerprint, (), cache.root)
+    return cache.get_or_build('longbio', key, lambda: generate(o.settings, o.num_samples, o.start_index, o.processes),
                               params=params)
 
 

@@ -8,7 +8,7 @@ from opencompass_longctx.options import TEXT, Options, flag, integer, option
 from opencompass_longctx.tiers import parse_tier
 from opencompass_longctx.longbio.catalogue import LONGBIO_CATEGORIES, LONGBIO_CELLS, LONGBIO_NEED_TOKENS
 from opencompass_longctx.longbio.cells import LongBioConfigError
-from opencompass_longctx.longbio.generator import DEFAULT_TOKENIZER, TIER_UNIT, Spec, make_spec
+from opencompass_longctx.longbio.generator import DEFAULT_TOKENIZER, TIER_UNIT, CellSettings, cell_settings
 ANSWER_TOKENS_PER_NEEDLE = 50    # the authors' decoding budget: 50 new tokens per needle (its configs: 50 * n)
 
 
@@ -19,8 +19,8 @@ class LongBioOptions(Options):
     'tiktoken:<encoding>' name or a Hugging Face tokenizer directory / id. ``max_prompt_tokens``: the longest a
     prompt may be (system + user message + answer prefix, data tokenizer) whatever the tier; the planner sets it
     for a model whose window is below the tier (:mod:`opencompass_longctx.models.window`). The generation fields are
-    checked by :func:`~.generator.make_spec`, whose :class:`~.generator.Spec` is ``spec``; ``num_proc``: processes
-    for a build (default: the cores available; the same rows for any value)."""
+    checked by :func:`~.generator.cell_settings`, whose :class:`~.generator.CellSettings` is ``settings``;
+    ``num_proc``: processes for a build (default: the cores available; the same rows for any value)."""
     error: ClassVar[type] = LongBioConfigError
     owner: ClassVar[str] = 'LongBioDataset'
     tier_unit: ClassVar[int] = TIER_UNIT
@@ -41,13 +41,13 @@ class LongBioOptions(Options):
 
     def finish(self) -> 'LongBioOptions':
         o = replace(self, num_proc=self.processes)
-        o.spec     # the generation's own checks (raise here, at the parse)
+        o.settings     # the generation's own checks (raise here, at the parse)
         return o
 
     @cached_property
-    def spec(self) -> Spec:
-        """The cell's generation settings (:func:`~.generator.make_spec`: checks them and loads the tokenizer)."""
-        return make_spec(self.tier, cell=self.cell, task=self.task, n=self.n, mode=self.mode, shots=self.shots,
+    def settings(self) -> CellSettings:
+        """The cell's generation settings (:func:`~.generator.cell_settings`: checks them and loads the tokenizer)."""
+        return cell_settings(self.tier, cell=self.cell, task=self.task, n=self.n, mode=self.mode, shots=self.shots,
                          seed=self.seed, density=self.density,
                          depth=tuple(self.depth) if isinstance(self.depth, list) else self.depth,
                          reserve_tokens=self.reserve_tokens, tokenizer=self.tokenizer,
@@ -55,7 +55,7 @@ class LongBioOptions(Options):
 
 
 def data_tokenizer(o: LongBioOptions) -> str:
-    return DEFAULT_TOKENIZER if o.tokenizer in (None, '', 'default') else o.tokenizer   # as make_spec reads it
+    return DEFAULT_TOKENIZER if o.tokenizer in (None, '', 'default') else o.tokenizer   # as cell_settings reads it
 
 
 def estimate_rows(o: LongBioOptions) -> int:
@@ -72,8 +72,7 @@ def estimate_prompt_tokens(o: LongBioOptions) -> int:
 def sample_text(o: LongBioOptions) -> Optional[str]:
     """The user message of one small sample, in the dataset's tokenizer."""
     from opencompass_longctx.longbio.generator import Generator
-    spec = make_spec(parse_tier('1k'), cell='standard', tokenizer=o.tokenizer)
-    return Generator(spec).rows(0)[0]['user']
+    return Generator(cell_settings(parse_tier('1k'), cell='standard', tokenizer=o.tokenizer)).rows(0)[0]['user']
 
 
 def fits(o: LongBioOptions) -> Optional[str]:

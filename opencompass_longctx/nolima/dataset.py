@@ -4,7 +4,7 @@
 parameter, the tokenizer fingerprint, the sha256 of the needle set and of every book, the package version),
 so OpenCompass's main, inference and evaluation processes build it once.
 
-Protocol (spec §2.4, §4, §7), all defaults the authors':
+Protocol (docs/benchmarks.md#nolima, docs/faithfulness.md#nolima), all defaults the authors':
 
 * tier -> haystack length ``L`` in tokens, 1k = 1000 (``'250'``, ``'500'``, ``'1k'`` ... ``'32k'``, ``'64k'``,
   ``'128k'``); counted with ``tokenizer`` (the evaluated model's own tokenizer directory: canonical) or, when

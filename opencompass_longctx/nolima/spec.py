@@ -146,7 +146,7 @@ def estimate_rows(o: NoLiMaOptions) -> int:
 
 
 def thinking_budget(max_out_len: int):
-    """The paper's rule for reasoning models: 1536 new tokens for trace plus answer (spec nolima.md, Decoding),
+    """The paper's rule for reasoning models: 1536 new tokens for trace plus answer (the paper's decoding settings; docs/benchmarks.md#nolima),
     the trace stripped before scoring (``strip_think``, the default). A budget other than the authors' 192 is
     kept as it is, in the package's named mode (not the paper's protocol)."""
     if int(max_out_len) != MAX_NEW_TOKENS:
