@@ -34,7 +34,7 @@ from opencompass_longctx.tokenizer.counting import DEFAULT_TOKENIZER, get_tokeni
 from opencompass_longctx.nolima import data as ndata
 from opencompass_longctx.nolima import haystack as hs
 from opencompass_longctx.nolima.build import SplitPlan, build_rows
-from opencompass_longctx.nolima.spec import BENCHMARK, PLACEMENTS, NoLiMaOptions  # noqa: F401 (PLACEMENTS: its old home)
+from opencompass_longctx.nolima.spec import BENCHMARK, NoLiMaOptions
 from opencompass_longctx.nolima.needles import CHAR, NoLiMaError, load_pairs, select_pairs
 from opencompass_longctx.nolima.prompts import MAX_NEW_TOKENS, SYSTEM_PROMPT, TASK_TEMPLATE, build_prompt
 BUILD_VERSION = 1
