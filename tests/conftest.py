@@ -92,9 +92,10 @@ def assert_clean_logs(run_dir):
 # `make test-fast` runs the unit tests only (pytest -m "not e2e and not browser and not slurm"); `make test` and CI
 # run everything. Each test says what it needs with its own mark (on the test, or `pytestmark` for a whole module):
 # e2e when it starts a process (the real `opencompass`, `longctx-report`, pip, make, a fresh Python), browser when it
-# drives Chromium, slurm when it needs the cluster. A test that starts the pipeline without the e2e mark fails
-# (`_pipeline_needs_its_mark`), so a new one cannot slip into the fast tier unnoticed.
-PIPELINE_PROGRAMS = ('opencompass', 'pip', 'pip3', 'make', 'sbatch', 'srun', 'chromium', 'chromium-browser')
+# drives Chromium, slurm when it needs the cluster. A test that starts the pipeline or Chromium without its mark
+# fails (`_pipeline_needs_its_mark`), so a new one cannot slip into the fast tier unnoticed.
+PIPELINE_PROGRAMS = ('opencompass', 'pip', 'pip3', 'make', 'sbatch', 'srun')
+BROWSERS = ('chromium', 'chromium-browser')
 PIPELINE_MODULES = ('opencompass', 'pip')     # python -m <one of these, or a module under it>
 
 
@@ -104,32 +105,36 @@ def pytest_configure(config):
     config.addinivalue_line('markers', 'slurm: needs the test Slurm cluster')
 
 
-def starts_pipeline(args) -> bool:
-    """Whether a command line (a list, or a string for the shell) runs a program of the pipeline: ``opencompass``,
-    a ``longctx-*`` console script, pip, make, Slurm, Chromium, or ``python -m`` one of :data:`PIPELINE_MODULES`
-    (``opencompass_longctx.*`` too)."""
+def mark_needed(args):
+    """The mark a test needs to start a command line (a list, or a string for the shell): 'browser' for Chromium,
+    'e2e' for a program of the pipeline (``opencompass``, a ``longctx-*`` console script, pip, make, Slurm, or
+    ``python -m`` one of :data:`PIPELINE_MODULES` or ``opencompass_longctx.*``), None for anything else."""
     words = args.split() if isinstance(args, str) else [str(a) for a in args]
     if not words:
-        return False
+        return None
     program = os.path.basename(words[0])
+    if program in BROWSERS:
+        return 'browser'
     if program in PIPELINE_PROGRAMS or program.startswith('longctx-'):
-        return True
+        return 'e2e'
     if 'python' in program and '-m' in words[:-1]:
         module = words[words.index('-m') + 1]
-        return module.split('.')[0] in PIPELINE_MODULES + ('opencompass_longctx',)
-    return False
+        return 'e2e' if module.split('.')[0] in PIPELINE_MODULES + ('opencompass_longctx',) else None
+    return None
 
 
 @pytest.fixture(autouse=True)
 def _pipeline_needs_its_mark(request, monkeypatch):
-    """A test without the e2e mark that starts the pipeline (:func:`starts_pipeline`) fails, naming the mark."""
-    if request.node.get_closest_marker('e2e'):
+    """A test that starts the pipeline (:func:`mark_needed`) without the mark it needs fails, naming the mark."""
+    marks = {m for m in ('e2e', 'browser') if request.node.get_closest_marker(m)}
+    if marks == {'e2e', 'browser'}:
         return
 
     class Guarded(subprocess.Popen):
         def __init__(self, args, *a, **kw):
-            if starts_pipeline(args):
-                pytest.fail(f'{request.node.nodeid} starts {args!r} without @pytest.mark.e2e: mark it (make '
-                            'test-fast leaves e2e tests out)', pytrace=False)
+            need = mark_needed(args)
+            if need and need not in marks:
+                pytest.fail(f'{request.node.nodeid} starts {args!r} without @pytest.mark.{need}: mark it (make '
+                            'test-fast leaves e2e and browser tests out)', pytrace=False)
             super().__init__(args, *a, **kw)
     monkeypatch.setattr(subprocess, 'Popen', Guarded)
