@@ -94,8 +94,9 @@ def assert_clean_logs(run_dir):
 # e2e when it starts a process (the real `opencompass`, `longctx-report`, pip, make, a fresh Python), browser when it
 # drives Chromium, slurm when it needs the cluster. A test that starts the pipeline or Chromium without its mark
 # fails (`_pipeline_needs_its_mark`), so a new one cannot slip into the fast tier unnoticed.
-PIPELINE_PROGRAMS = ('opencompass', 'pip', 'pip3', 'make', 'sbatch', 'srun')
+PIPELINE_PROGRAMS = ('opencompass', 'pip', 'pip3', 'make')
 BROWSERS = ('chromium', 'chromium-browser')
+SLURM_PROGRAMS = ('sbatch', 'srun', 'sinfo', 'squeue', 'scancel', 'scontrol', 'sacct')
 PIPELINE_MODULES = ('opencompass', 'pip')     # python -m <one of these, or a module under it>
 
 
@@ -107,14 +108,17 @@ def pytest_configure(config):
 
 def mark_needed(args):
     """The mark a test needs to start a command line (a list, or a string for the shell): 'browser' for Chromium,
-    'e2e' for a program of the pipeline (``opencompass``, a ``longctx-*`` console script, pip, make, Slurm, or
-    ``python -m`` one of :data:`PIPELINE_MODULES` or ``opencompass_longctx.*``), None for anything else."""
+    'slurm' for a Slurm command, 'e2e' for a program of the pipeline (``opencompass``, a ``longctx-*`` console
+    script, pip, make, or ``python -m`` one of :data:`PIPELINE_MODULES` or ``opencompass_longctx.*``), None for
+    anything else."""
     words = args.split() if isinstance(args, str) else [str(a) for a in args]
     if not words:
         return None
     program = os.path.basename(words[0])
     if program in BROWSERS:
         return 'browser'
+    if program in SLURM_PROGRAMS:
+        return 'slurm'
     if program in PIPELINE_PROGRAMS or program.startswith('longctx-'):
         return 'e2e'
     if 'python' in program and '-m' in words[:-1]:
@@ -126,15 +130,15 @@ def mark_needed(args):
 @pytest.fixture(autouse=True)
 def _pipeline_needs_its_mark(request, monkeypatch):
     """A test that starts the pipeline (:func:`mark_needed`) without the mark it needs fails, naming the mark."""
-    marks = {m for m in ('e2e', 'browser') if request.node.get_closest_marker(m)}
-    if marks == {'e2e', 'browser'}:
+    marks = {m for m in ('e2e', 'browser', 'slurm') if request.node.get_closest_marker(m)}
+    if marks == {'e2e', 'browser', 'slurm'}:
         return
 
     class Guarded(subprocess.Popen):
         def __init__(self, args, *a, **kw):
             need = mark_needed(args)
-            if need and need not in marks:
+            if need and need not in marks and not (need == 'slurm' and 'e2e' in marks):
                 pytest.fail(f'{request.node.nodeid} starts {args!r} without @pytest.mark.{need}: mark it (make '
-                            'test-fast leaves e2e and browser tests out)', pytrace=False)
+                            'test-fast leaves e2e, browser and slurm tests out)', pytrace=False)
             super().__init__(args, *a, **kw)
     monkeypatch.setattr(subprocess, 'Popen', Guarded)

@@ -13,8 +13,8 @@ from conftest import mark_needed
     (['opencompass', 'run.py', '--dry-run'], 'e2e'), ('/venv/bin/opencompass run.py', 'e2e'),
     (['longctx-report', 'outputs/x'], 'e2e'), ([sys.executable, '-m', 'opencompass_longctx.report', 'x'], 'e2e'),
     ([sys.executable, '-m', 'opencompass.cli.main'], 'e2e'), (['pip', 'install', '.'], 'e2e'), (['make', 'demo'], 'e2e'),
-    (['/usr/bin/chromium', '--headless'], 'browser'),
-    ([sys.executable, '-c', 'print(1)'], None), (['sinfo', '--version'], None), ('git status', None)])
+    (['/usr/bin/chromium', '--headless'], 'browser'), (['srun', '--help'], 'slurm'), ('sinfo -h', 'slurm'),
+    ([sys.executable, '-c', 'print(1)'], None), (['nvidia-smi'], None), ('git status', None)])
 def test_the_mark_a_command_needs(args, mark):
     assert mark_needed(args) == mark
 
