@@ -155,8 +155,8 @@ docs-screenshot: demo
 test: $(STAMP_INSTALL) lmdeploy smollm2 system-deps
 	$(call step,test,$(ACTIVATE) python -m pytest -q tests$(if $(strip $(PYTEST_ARGS)), $(PYTEST_ARGS)),rerun only what failed: make test PYTEST_ARGS="--lf -x")
 
-# The unit tests only (no process of the real pipeline, no browser, no Slurm: tests/conftest.py marks them from
-# what they do), for the loop while working; make test and CI run everything.
+# The unit tests only (no process of the real pipeline, no browser, no Slurm: each such test carries its mark,
+# @pytest.mark.e2e / browser / slurm), for the loop while working; make test and CI run everything.
 test-fast: $(STAMP_INSTALL) lmdeploy
 	$(call step,test-fast,$(ACTIVATE) python -m pytest -q -m "not e2e and not browser and not slurm" tests$(if $(strip $(PYTEST_ARGS)), $(PYTEST_ARGS)),the whole suite: make test)
 

@@ -35,8 +35,8 @@ from common import build_and_reload, build_rows, disk_mb, measure, report  # noq
 
 PER_SAMPLE = r'''
 import statistics, time
-gen = Generator(make_spec(TIER, cell=CELL, mode=MODE, tokenizer=TOKENIZER))
-ref = get_tokenizer(TOKENIZER, twin=False) if TOKENIZER else gen.spec.tokenizer   # what "one encode" means
+gen = Generator(cell_settings(TIER, cell=CELL, mode=MODE, tokenizer=TOKENIZER))
+ref = get_tokenizer(TOKENIZER, twin=False) if TOKENIZER else gen.settings.tokenizer   # what "one encode" means
 gen.rows(0)                       # warm-up: pools, templates, word counts
 g, e, toks = [], [], []
 for i in range(1, K + 1):
@@ -49,7 +49,7 @@ for i in range(1, K + 1):
     toks.append(n)
 RESULT = dict(gen=statistics.median(g), enc=statistics.median(e), gen_max=max(g),
               ratio_max=max(a / b for a, b in zip(g, e)), tokens=min(toks), k=K,
-              engine=gen.spec.tokenizer.engine, ref_engine=ref.engine)
+              engine=gen.settings.tokenizer.engine, ref_engine=ref.engine)
 '''
 
 TIER_BUILD = r'''
@@ -61,7 +61,7 @@ RESULT = rows
 
 
 def per_sample(tier, cell, mode, k, tokenizer=None):
-    setup = ('from opencompass_longctx.longbio.generator import Generator, make_spec\n'
+    setup = ('from opencompass_longctx.longbio.generator import Generator, cell_settings\n'
              'from opencompass_longctx.tokenizer.counting import get_tokenizer')
     body = f'TIER, CELL, MODE, K, TOKENIZER = {tier!r}, {cell!r}, {mode!r}, {k}, {tokenizer!r}\n' + PER_SAMPLE
     return measure(setup, body, {'LONGCTX_PROGRESS': '0'})['result']
@@ -136,8 +136,8 @@ def main(argv=None):
                  else args.tier_cells.split(','))
         setup = 'from opencompass_longctx.longbio.dataset import load_longbio'
         # what a worker does before its first sample: imports, the tokenizer, the pools' word counts
-        startup = measure('', 'from opencompass_longctx.longbio.generator import Generator, make_spec\n'
-                              f'Generator(make_spec({args.tier!r}, cell="standard"))')['cpu_s']
+        startup = measure('', 'from opencompass_longctx.longbio.generator import Generator, cell_settings\n'
+                              f'Generator(cell_settings({args.tier!r}, cell="standard"))')['cpu_s']
         rows.append(('build worker start-up (imports, tokenizer, word counts)', f'{startup:.2f} CPU-s'))
         runs = {}
         for num_proc in [int(x) for x in args.num_proc.split(',')]:

@@ -1,13 +1,13 @@
 """What every benchmark of this package is built on: one dataset class and one evaluator.
 
-A benchmark's dataset class names its spec (:mod:`opencompass_longctx.spec`), its options dataclass
-(:mod:`opencompass_longctx.options`) and the function that builds a split from checked options; the shared
+A benchmark's dataset class names its spec (:mod:`opencompass_longctx.spec`, which carries its options dataclass,
+:mod:`opencompass_longctx.options`) and the function that builds a split from checked options; the shared
 :meth:`LongCtxDataset.load` parses a config's keys (the same parse the plan's checks run), builds and records
 the build for the planner. A benchmark's evaluator scores only the samples that were answered; the shared
 :meth:`LongCtxEvaluator.score` checks the predictions, leaves out the samples marked by
 :mod:`opencompass_longctx.overlength` (never sent to the model), puts their details back, counts them and reports
-``accuracy`` only when something was answered. A fourth benchmark is one folder with the same five files
-(``spec.py``, ``dataset.py``, ``evaluator.py``, ``scoring.py``, a config under ``configs/datasets/``).
+``accuracy`` only when something was answered. A fourth benchmark is one folder with the same files
+(``spec.py``, ``dataset.py``, ``evaluator.py``, ``scoring.py``) and its configs (docs/development.md, "Add a benchmark").
 """
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Dict, List, Optional, Sequence
@@ -23,15 +23,14 @@ except ImportError:  # stand-alone use of the loaders and the scoring without Op
 
 
 class LongCtxDataset(BaseDataset):
-    """``type=<Benchmark>Dataset`` in configs; every extra config key is a field of the class's ``options``."""
+    """``type=<Benchmark>Dataset`` in configs; every extra config key is a field of its spec's ``options``."""
     benchmark: ClassVar = None     # the BenchmarkSpec the planner, the run checks and the summarizer read
-    options: ClassVar = None       # the Options dataclass the load and the run checks parse a config's keys with
     build: ClassVar[Callable] = None   # staticmethod: checked options -> datasets.Dataset (through the cache)
 
     @classmethod
     def load(cls, **kwargs):
         spec = cls.benchmark
-        return record_build(spec.dataset_type, kwargs, cls.build(cls.options.parse(kwargs)), spec.tokens_column,
+        return record_build(spec.dataset_type, kwargs, cls.build(spec.options.parse(kwargs)), spec.tokens_column,
                             spec.prompt_columns)
 
 

@@ -2,7 +2,7 @@
 
 A thinking model spends tokens on its trace before the answer: with a benchmark's answer budget (BABILong 20,
 LongBioBench 50 per needle, NoLiMa 192) it is cut off mid-thought and scored on nothing. Each benchmark's spec
-says how its budget grows (``BenchmarkSpec.thinking_budget``), so that the rule for a benchmark lives in its room:
+says how its budget grows (``BenchmarkSpec.thinking_budget``), so that the rule for a benchmark lives in its folder:
 
 * where the authors give a rule for reasoning models (NoLiMa: 1536 new tokens for trace plus answer, the trace
   stripped before scoring), the spec returns it under its own faithful mode name (``nolima-reasoning``);

@@ -90,38 +90,14 @@ def assert_clean_logs(run_dir):
 
 # ---------------------------------------------------------------------------------------------- markers
 # `make test-fast` runs the unit tests only (pytest -m "not e2e and not browser and not slurm"); `make test` and CI
-# run everything. A test is marked from what it does, read from its own source and its fixtures' (so a new test
-# is marked without anyone remembering to): e2e when it or a fixture it uses starts a process (the real
-# `opencompass`, `longctx-report`, pip, make), browser when it drives Chromium, slurm when it needs the cluster.
-# `stage_opencompass` is the GPU check's stage that starts the opencompass command; a test that starts the pipeline
-# through a package function not named here carries @pytest.mark.e2e itself.
-_MARKS = {
-    'e2e': ('run_opencompass', 'subprocess', 'Popen', 'report_cli', 'check_call', 'check_output', 'stage_opencompass'),
-    'browser': ('need_chromium', 'screenshot('),
-    'slurm': ('slurm_cluster', 'sbatch'),
-}
-_SOURCE_MEMO: dict = {}
-
-
-def _source(func, depth: int = 3) -> str:
-    """The source of ``func`` and of the functions of this test tree it calls (by name, ``depth`` calls deep)."""
-    import inspect
-    import re
-    key = (func, depth)
-    if key not in _SOURCE_MEMO:
-        _SOURCE_MEMO[key] = ''   # a recursion guard
-        try:
-            text = inspect.getsource(func)
-        except (OSError, TypeError):
-            text = ''
-        if depth:
-            scope = getattr(func, '__globals__', {})
-            for name in set(re.findall(r'\b([A-Za-z_]\w*)\(', text)):
-                f = scope.get(name)
-                if inspect.isfunction(f) and str(REPO / 'tests') in (inspect.getsourcefile(f) or ''):
-                    text += _source(f, depth - 1)
-        _SOURCE_MEMO[key] = text
-    return _SOURCE_MEMO[key]
+# run everything. Each test says what it needs with its own mark (on the test, or `pytestmark` for a whole module):
+# e2e when it starts a process (the real `opencompass`, `longctx-report`, pip, make, a fresh Python), browser when it
+# drives Chromium, slurm when it needs the cluster. A test that starts the pipeline or Chromium without its mark
+# fails (`_pipeline_needs_its_mark`), so a new one cannot slip into the fast tier unnoticed.
+PIPELINE_PROGRAMS = ('opencompass', 'pip', 'pip3', 'make')
+BROWSERS = ('chromium', 'chromium-browser')
+SLURM_PROGRAMS = ('sbatch', 'srun', 'sinfo', 'squeue', 'scancel', 'scontrol', 'sacct')
+PIPELINE_MODULES = ('opencompass', 'pip')     # python -m <one of these, or a module under it>
 
 
 def pytest_configure(config):
@@ -130,12 +106,39 @@ def pytest_configure(config):
     config.addinivalue_line('markers', 'slurm: needs the test Slurm cluster')
 
 
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        funcs = [getattr(item, 'function', None)]
-        for defs in getattr(getattr(item, '_fixtureinfo', None), 'name2fixturedefs', {}).values():
-            funcs += [d.func for d in defs]
-        text = ''.join(_source(f) for f in funcs if f is not None)
-        for mark, words in _MARKS.items():
-            if any(w in text for w in words):
-                item.add_marker(mark)
+def mark_needed(args):
+    """The mark a test needs to start a command line (a list, or a string for the shell): 'browser' for Chromium,
+    'slurm' for a Slurm command, 'e2e' for a program of the pipeline (``opencompass``, a ``longctx-*`` console
+    script, pip, make, or ``python -m`` one of :data:`PIPELINE_MODULES` or ``opencompass_longctx.*``), None for
+    anything else."""
+    words = args.split() if isinstance(args, str) else [str(a) for a in args]
+    if not words:
+        return None
+    program = os.path.basename(words[0])
+    if program in BROWSERS:
+        return 'browser'
+    if program in SLURM_PROGRAMS:
+        return 'slurm'
+    if program in PIPELINE_PROGRAMS or program.startswith('longctx-'):
+        return 'e2e'
+    if 'python' in program and '-m' in words[:-1]:
+        module = words[words.index('-m') + 1]
+        return 'e2e' if module.split('.')[0] in PIPELINE_MODULES + ('opencompass_longctx',) else None
+    return None
+
+
+@pytest.fixture(autouse=True)
+def _pipeline_needs_its_mark(request, monkeypatch):
+    """A test that starts the pipeline (:func:`mark_needed`) without the mark it needs fails, naming the mark."""
+    marks = {m for m in ('e2e', 'browser', 'slurm') if request.node.get_closest_marker(m)}
+    if marks == {'e2e', 'browser', 'slurm'}:
+        return
+
+    class Guarded(subprocess.Popen):
+        def __init__(self, args, *a, **kw):
+            need = mark_needed(args)
+            if need and need not in marks and not (need == 'slurm' and 'e2e' in marks):
+                pytest.fail(f'{request.node.nodeid} starts {args!r} without @pytest.mark.{need}: mark it (make '
+                            'test-fast leaves e2e, browser and slurm tests out)', pytrace=False)
+            super().__init__(args, *a, **kw)
+    monkeypatch.setattr(subprocess, 'Popen', Guarded)

@@ -69,6 +69,7 @@ def _run_cli(out, babi_inputs, hashseed):
                     '--tasks', 'qa1', 'qa8', '--samples', '3'], check=True, env=env, capture_output=True)
 
 
+@pytest.mark.e2e
 def test_cli_is_byte_identical_across_processes_and_hash_seeds(tmp_path, babi_inputs):
     _run_cli(tmp_path / 'a', babi_inputs, 1)
     _run_cli(tmp_path / 'b', babi_inputs, 2)

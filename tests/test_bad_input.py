@@ -113,6 +113,7 @@ def outcomes(tmp_path_factory) -> List[Tuple[Case, subprocess.CompletedProcess]]
     return out
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('index', range(len(CASES)), ids=[c.argv[0] + ':' + c.expect[:30] for c in CASES])
 def test_a_bad_input_is_one_or_two_lines_and_exit_2(outcomes, index):
     case, proc = outcomes[index]
@@ -129,6 +130,7 @@ def test_a_bad_input_is_one_or_two_lines_and_exit_2(outcomes, index):
         assert len(lines) == 1 and re.match(r'- \[\d+ items: ', lines[0]), proc.stdout[-3000:]
 
 
+@pytest.mark.e2e
 def test_nothing_already_written_is_lost(outcomes):
     by_expect = {c.expect: p for c, p in outcomes}
     assert by_expect['nothing to resume'].returncode == 2
@@ -159,6 +161,7 @@ def _table(outcomes) -> str:
     return '\n'.join(lines)
 
 
+@pytest.mark.e2e
 def test_the_bad_input_table_in_the_docs_is_this_tests_output(outcomes):
     table = _table(outcomes)
     text = DOC.read_text(encoding='utf-8')
@@ -172,6 +175,7 @@ def test_the_bad_input_table_in_the_docs_is_this_tests_output(outcomes):
                            'it with LONGCTX_WRITE_DOCS=1 python -m pytest -q tests/test_bad_input.py')
 
 
+@pytest.mark.e2e
 def test_debug_shows_the_traceback(tmp_path):
     (tmp_path / 'cfg.py').write_text(RUN.format(tier='0.1k', model=''), encoding='utf-8')
     proc = run_opencompass(['cfg.py', '--dry-run'], tmp_path, {'LONGCTX_DEBUG': '1'})

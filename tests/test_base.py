@@ -46,7 +46,7 @@ def test_each_benchmark_is_built_on_the_base_classes():
         assert issubclass(dataset, LongCtxDataset) and issubclass(evaluator, LongCtxEvaluator)
         assert 'load' not in vars(dataset)              # the shared load: parse, build, record
         assert 'score' not in vars(evaluator)           # the shared skeleton
-        assert dataset.options is not None and callable(dataset.build)
+        assert dataset.benchmark.options is not None and callable(dataset.build)
 
 
 class _Exact(LongCtxEvaluator):

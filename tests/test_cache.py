@@ -253,6 +253,7 @@ def shared_dir():
     shutil.rmtree(d, ignore_errors=True)
 
 
+@pytest.mark.e2e
 def test_entries_are_readable_by_another_user_under_the_umask(shared_dir):
     old = os.umask(0o022)
     try:
@@ -270,6 +271,7 @@ def test_entries_are_readable_by_another_user_under_the_umask(shared_dir):
     assert 'corrupt' not in out.stdout
 
 
+@pytest.mark.e2e
 def test_a_private_umask_keeps_entries_private(shared_dir):
     old = os.umask(0o077)
     try:
@@ -283,6 +285,7 @@ def test_a_private_umask_keeps_entries_private(shared_dir):
         out.stderr
 
 
+@pytest.mark.e2e
 def test_a_read_only_cache_loads_valid_entries_and_names_the_setting_for_missing_ones(shared_dir):
     """The second user cannot write the cache: a valid entry loads (nothing is written, no hash memo needed);
     a missing one fails before any build with one error naming LONGCTX_CACHE_DIR."""
@@ -314,6 +317,7 @@ def test_a_read_only_cache_loads_valid_entries_and_names_the_setting_for_missing
 
 
 # ---------------------------------------------------------------------------------------------- killed builders
+@pytest.mark.e2e
 def test_temp_dirs_of_killed_builders_are_removed_and_live_ones_kept(tmp_path):
     import signal
     import subprocess

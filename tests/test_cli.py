@@ -5,7 +5,11 @@ import json
 import os
 import shutil
 
+import pytest
+
 from conftest import REPO, run_opencompass, summary_by_dataset
+
+pytestmark = pytest.mark.e2e
 
 
 def test_command_line_form_from_the_repository_root(tmp_path, tiny_model_dir):

@@ -108,6 +108,7 @@ def test_summary_groups_name_existing_datasets():
             assert subset[0] in abbrs and subset[1] == 'accuracy'
 
 
+@pytest.mark.e2e
 def test_leaderboard_example_dry_run(tmp_path):
     proc = run_opencompass([str(REPO / 'examples' / 'eval_longctx.py'), '--dry-run'], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]

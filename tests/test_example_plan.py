@@ -46,6 +46,7 @@ def plans(tmp_path_factory):
     return out
 
 
+@pytest.mark.e2e
 def test_the_example_plans_the_run_made_by_hand(plans):
     (new, log), (old, _) = plans['example'], plans['by_hand']
     left = new.pop('left_out')

@@ -144,6 +144,7 @@ eval = dict(partitioner=dict(type=NaivePartitioner, n=100),
 '''
 
 
+@pytest.mark.e2e
 def test_a_failing_dataset_is_in_the_table_and_fails_the_run_on_request(tmp_path):
     shutil.copytree(REPO / 'configs', tmp_path / 'configs')
     (tmp_path / 'examples').mkdir()

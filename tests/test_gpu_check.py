@@ -38,6 +38,7 @@ def _wheel(path):
         z.writestr('lmdeploy-0.18.0.dist-info/RECORD', buf.getvalue())
 
 
+@pytest.mark.e2e
 def test_strip_wheel_drops_turbomind_and_keeps_record_exact(tmp_path):
     src = tmp_path / 'src' / 'lmdeploy-0.18.0-cp312-cp312-manylinux_2_28_x86_64.whl'
     src.parent.mkdir()
@@ -119,6 +120,7 @@ def test_a_cpu_torch_is_named_with_what_to_do(tmp_path):
     assert 'model' not in data['stages']
 
 
+@pytest.mark.e2e
 def test_bench_script_checks_the_python_before_installing(tmp_path):
     """bench/gpu_check.sh: the package's own Python check, from the checkout, before the cp312 wheelhouse."""
     if sys.version_info[:2] == (3, 12):
@@ -320,6 +322,7 @@ work_dir = {str(tmp_path / 'work' / 'runs-pytorch')!r}
 '''
 
 
+@pytest.mark.e2e
 def test_a_failing_engine_is_reported_with_its_log_tail_and_named_in_the_verdict(tmp_path, tiny_model_dir,
                                                                                 demo_babilong):
     """The real opencompass command; the engine double fails to build in the infer task. OpenCompass exits 0: the
@@ -360,6 +363,7 @@ def test_a_failing_engine_is_reported_with_its_log_tail_and_named_in_the_verdict
     assert md.rstrip().splitlines()[-1] == line
 
 
+@pytest.mark.e2e
 def test_opencompass_stopping_before_its_tasks_is_the_reason_given(tmp_path, tiny_model_dir, demo_babilong):
     """The plan finds that no engine fits a 2 MiB GPU: OpenCompass stops (exit 2) before any task, and the verdict
     gives its exception, not the tasks that never started."""
@@ -377,6 +381,7 @@ def test_opencompass_stopping_before_its_tasks_is_the_reason_given(tmp_path, tin
     assert 'RunCheckError: 2 problem(s) found before any task started' in line
 
 
+@pytest.mark.e2e
 def test_an_opencompass_run_cut_at_the_stage_limit_still_reports_what_it_did(tmp_path, monkeypatch):
     """A run that outlives its stage: its progress is saved while it runs, it is killed at the limit, and its plan,
     the task that never finished and that task's log tail are in the report. (A stand-in for the opencompass
@@ -519,6 +524,7 @@ for obj, name, value in lmdeploy_double.engine_patches():
 """
 
 
+@pytest.mark.e2e
 @pytest.mark.e2e   # cli.main runs the opencompass command, twice
 def test_the_command_end_to_end_with_the_engine_double(tmp_path, monkeypatch, engine_double):
     """``longctx-gpu-check`` from its Python check to its verdict, on LMDeploy's real pipeline with the engine double

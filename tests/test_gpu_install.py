@@ -36,6 +36,7 @@ def test_two_stacks_named_with_their_packages():
     assert cuda_stack.problem(dists[:1]) is None
 
 
+@pytest.mark.e2e
 def test_lmdeploy_extra_resolves_one_cuda_stack(tmp_path):
     if not _pypi_reachable():
         if os.environ.get('CI') == 'true':

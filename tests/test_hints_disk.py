@@ -61,10 +61,10 @@ def test_nolima_hint_and_manifest_command_name_the_directory_the_loader_reads(tm
 
 
 def test_plan_check_hint_names_path(tmp_path, monkeypatch):
-    from opencompass_longctx.babilong.spec import check_files
+    from opencompass_longctx.babilong.spec import BabilongOptions, check_files
     monkeypatch.setenv('HOME', str(tmp_path / 'home'))
     given = str(tmp_path / 'mine')
-    (problem,) = check_files(dict(task='qa1', tier='4k', path=given))
+    (problem,) = check_files(BabilongOptions.read(dict(task='qa1', tier='4k', path=given)))
     assert _local_dir(problem) == given
 
 

@@ -7,11 +7,14 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO, run_opencompass
 from opencompass_longctx.run.tasks import FAILED
 CONFIG = REPO / 'tests' / 'configs' / 'infer_task_continue.py'
 
 
+@pytest.mark.e2e
 def test_one_failing_dataset_does_not_stop_its_band(tmp_path):
     from opencompass_longctx.demo import babilong_data
     babilong_data.write(str(tmp_path / 'babilong'), tiers=('0k', '1k'), tasks=['qa1', 'qa2'], samples=2)
@@ -39,6 +42,7 @@ def test_one_failing_dataset_does_not_stop_its_band(tmp_path):
     assert f['stage'] == 'infer' and "unknown LongBioBench cell 'no_such_cell'" in f['reason'] and f['log']
 
 
+@pytest.mark.e2e
 def test_a_model_that_fails_to_build_is_built_once_and_fails_every_dataset_of_its_band(tmp_path, tiny_model_dir):
     """The real task (opencompass_longctx/run/tasks.py, run as OpenCompass's runner runs it) with an LMDeploy model
     whose KV-cache preflight fails: one construction, and each of the three datasets fails with that reason (read

@@ -17,6 +17,8 @@ import pytest
 
 from conftest import REPO, assert_clean_logs, summary_by_dataset
 
+pytestmark = pytest.mark.e2e
+
 USER_CONFIG = '''
 from mmengine.config import read_base
 from opencompass.partitioners import NaivePartitioner, NumWorkerPartitioner

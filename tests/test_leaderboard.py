@@ -8,8 +8,12 @@ import glob
 import json
 import os
 
+import pytest
+
 from conftest import REPO, assert_clean_logs, run_opencompass, summary_by_dataset
 from opencompass_longctx.overlength import OVER_LENGTH
+
+pytestmark = pytest.mark.e2e
 CONFIG = REPO / 'tests' / 'configs' / 'leaderboard_double.py'
 
 

@@ -104,6 +104,7 @@ def test_a_model_without_the_harmony_detokenizer_keeps_lmdeploys_text(tiny_model
     assert raw.text and model.generate([prompt], max_out_len=8) == [raw.text]
 
 
+@pytest.mark.e2e
 def test_gpt_oss_is_scored_on_its_final_channel_through_the_real_pipeline(tmp_path, gpt_oss_dir, monkeypatch):
     """The shipped gpt-oss row through `opencompass` (LongCtxPartitioner, LongCtxInferTask on LMDeploy's pipeline,
     the eval task applying the row's strip_trace): the predictions keep the trace, the score is the answer's."""

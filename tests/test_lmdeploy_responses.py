@@ -126,6 +126,7 @@ def test_engine_errors_are_counted_left_out_and_make_the_tier_table_cell_missing
     assert '1 of 4 samples fit the model but not the engine' in cell.reason
 
 
+@pytest.mark.e2e
 def test_error_responses_through_the_real_pipeline(tmp_path, tiny_model_dir):
     """Two LMDeploy models of one band (0k-1k) on LMDeploy's real pipeline with the engine double: one whose engine
     refuses some prompts (LMDeploy's session_len check, its KV cache), one whose engine fails every request. Each

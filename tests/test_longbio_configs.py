@@ -74,10 +74,10 @@ def test_a_cell_asked_at_a_tier_it_cannot_fit_gets_a_clear_error():
 def test_cell_needs_are_the_generators():
     """LONGBIO_NEED_TOKENS is the generator's own count: needles + prompt with no haystack, the most over the
     authors' 800 samples in both modes, with the default tokenizer. On failure, paste the printed table."""
-    from opencompass_longctx.longbio.generator import Generator, make_spec
+    from opencompass_longctx.longbio.generator import Generator, cell_settings
     from opencompass_longctx.tokenizer.counting import get_tokenizer
-    assert make_spec('1k', cell='standard').tokenizer.name == get_tokenizer(LONGBIO_NEED_TOKENIZER).name
-    measured = {c['cell']: max(max(Generator(make_spec('1m', cell=c['cell'], mode=mode)).needed_tokens(i)
+    assert cell_settings('1k', cell='standard').tokenizer.name == get_tokenizer(LONGBIO_NEED_TOKENIZER).name
+    measured = {c['cell']: max(max(Generator(cell_settings('1m', cell=c['cell'], mode=mode)).needed_tokens(i)
                                    for i in range(800)) for mode in ('compat', 'strict'))
                 for c in LONGBIO_CELLS}
     assert measured == LONGBIO_NEED_TOKENS, f'measured: {measured}'

@@ -10,7 +10,7 @@ import pytest
 
 from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS, LONGBIO_NEED_TOKENS
 from opencompass_longctx.longbio.generator import (IDK_COMPAT_SHORTFALL, Generator, TierTooSmallError, generate,
-                                                   make_spec)
+                                                   cell_settings)
 from opencompass_longctx.longbio.cells import LongBioConfigError
 from opencompass_longctx.tiers import parse_tier
 from opencompass_longctx.tokenizer.counting import TokenizerError, get_tokenizer
@@ -19,7 +19,7 @@ TOK = get_tokenizer('tiktoken:qwen2')
 
 
 def rows_of(tier, cell, mode='compat', k=2, **kw):
-    return list(generate(make_spec(tier, cell=cell, mode=mode, **kw), k))
+    return list(generate(cell_settings(tier, cell=cell, mode=mode, **kw), k))
 
 
 def real_tokens(r):
@@ -28,23 +28,24 @@ def real_tokens(r):
 
 def fits(tier, cell, k=3):
     """The cell's needles and prompt leave at least 10% of the tier for the haystack (so it can be filled)."""
-    gen = Generator(make_spec(tier, cell=cell))
-    return max(gen.needed_tokens(i) for i in range(k)) <= 0.9 * gen.spec.budget
+    gen = Generator(cell_settings(tier, cell=cell))
+    return max(gen.needed_tokens(i) for i in range(k)) <= 0.9 * gen.settings.budget
 
 
 _DIGEST = r'''
 import hashlib, json, sys
-from opencompass_longctx.longbio.generator import generate, make_spec
+from opencompass_longctx.longbio.generator import generate, cell_settings
 from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS, LONGBIO_NEED_TOKENS
 h = hashlib.sha256()
 for c in LONGBIO_CELLS:
     for mode in ('compat', 'strict'):
-        for r in generate(make_spec('8k', cell=c['cell'], mode=mode), 2):
+        for r in generate(cell_settings('8k', cell=c['cell'], mode=mode), 2):
             h.update(json.dumps(r, sort_keys=True, ensure_ascii=False).encode())
 print(h.hexdigest())
 '''
 
 
+@pytest.mark.e2e
 def test_byte_identical_across_processes_and_hash_seeds():
     digests = []
     for seed in ('0', '4242'):
@@ -204,7 +205,7 @@ def test_tier_too_small_names_the_smallest_tier_that_fits():
         rows_of('2k', 'multi_standard_10', k=3)
     with pytest.raises(TierTooSmallError, match='fits: 2k'):
         rows_of('1k', 'rank_5', k=3)
-    gen = Generator(make_spec('1m', cell='multi_standard_10'))
+    gen = Generator(cell_settings('1m', cell='multi_standard_10'))
     assert 3000 < max(gen.needed_tokens(i) for i in range(5)) <= 4096
 
 
@@ -224,23 +225,23 @@ def test_tier_too_small_names_the_smallest_tier_that_fits():
 ])
 def test_bad_parameters_are_clear_errors(kwargs, message):
     with pytest.raises(LongBioConfigError, match=message):
-        make_spec('2k', **kwargs)
+        cell_settings('2k', **kwargs)
 
 
 def test_bad_tier_and_missing_tokenizer():
     from opencompass_longctx.tiers import TierError
     with pytest.raises(TierError, match="unknown tier '12q'"):
-        make_spec('12q', cell='standard')
+        cell_settings('12q', cell='standard')
     with pytest.raises(TokenizerError, match='does not exist'):
-        make_spec('2k', cell='standard', tokenizer='/no/such/tokenizer')
+        cell_settings('2k', cell='standard', tokenizer='/no/such/tokenizer')
 
 
 def test_hf_tokenizer_is_verified_by_a_full_encode(tiny_model_dir):
     # the project's tiny BPE (vocabulary 600) spends ~300 tokens on a bio, so use a tier of ~27 bios
-    spec = make_spec('8k', cell='standard', tokenizer=tiny_model_dir)
-    assert spec.verify
+    settings = cell_settings('8k', cell='standard', tokenizer=tiny_model_dir)
+    assert settings.verify
     tok = get_tokenizer(tiny_model_dir)
-    for r in generate(spec, 2):
+    for r in generate(settings, 2):
         real = len(tok.encode(r['system'])) + len(tok.encode(r['user'])) + len(tok.encode(r['prefix']))
         assert r['prompt_tokens'] == real and 0.99 * 8192 <= real <= 8192
         assert json.loads(r['params'])['tokenizer'] == tok.name
@@ -253,31 +254,31 @@ def qwen_hf_dir(tmp_path_factory):
 
 
 def test_the_default_data_tokenizer_is_the_authors_qwen_vocabulary():
-    spec = make_spec('8k', cell='standard')
-    assert spec.tokenizer.name == 'tiktoken:qwen2' and not spec.verify
-    r = next(generate(spec, 1))
+    settings = cell_settings('8k', cell='standard')
+    assert settings.tokenizer.name == 'tiktoken:qwen2' and not settings.verify
+    r = next(generate(settings, 1))
     assert json.loads(r['params'])['tokenizer'] == 'tiktoken:qwen2' and r['tokenizer_engine'] == 'tiktoken'
     assert r['prompt_tokens'] == real_tokens(r) and 8110 <= r['prompt_tokens'] <= 8192
     # another tokenizer is another length accounting, with the same questions
-    other = next(generate(make_spec('8k', cell='standard', tokenizer='tiktoken:cl100k_base'), 1))
+    other = next(generate(cell_settings('8k', cell='standard', tokenizer='tiktoken:cl100k_base'), 1))
     cl100k = get_tokenizer('tiktoken:cl100k_base')
     assert other['prompt_tokens'] == sum(cl100k.count(other[k]) for k in ('system', 'user', 'prefix'))
     assert other['user'] != r['user'] and other['label'] == r['label']
 
 
 def test_a_qwen_hf_directory_gives_the_same_data_counted_by_its_tiktoken_twin(qwen_hf_dir, monkeypatch):
-    spec = make_spec('8k', cell='citation_2', tokenizer=qwen_hf_dir)
-    tok = spec.tokenizer
-    assert tok.engine == 'tiktoken-twin' and spec.verify          # an HF tokenizer: the final check stays
+    settings = cell_settings('8k', cell='citation_2', tokenizer=qwen_hf_dir)
+    tok = settings.tokenizer
+    assert tok.engine == 'tiktoken-twin' and settings.verify          # an HF tokenizer: the final check stays
     hf = get_tokenizer(qwen_hf_dir, twin=False)
 
     class NoHF:
         def __call__(self, *a, **k):
             raise AssertionError('the Hugging Face tokenizer was called during generation')
     monkeypatch.setattr(tok, '_hf', NoHF())
-    rows = list(generate(spec, 3))
+    rows = list(generate(settings, 3))
     monkeypatch.undo()
-    same = list(generate(make_spec('8k', cell='citation_2'), 3))
+    same = list(generate(cell_settings('8k', cell='citation_2'), 3))
     for r, q in zip(rows, same):
         assert r['tokenizer_engine'] == 'tiktoken-twin'
         assert r['prompt_tokens'] == sum(len(hf.encode(r[k])) for k in ('system', 'user', 'prefix'))
@@ -293,24 +294,24 @@ def test_the_tier_is_parsed_once_and_must_be_whole_tokens(monkeypatch):
     load_longbio('2k', cell='standard', num_samples=1)
     assert calls == ['2k']
     with pytest.raises(tiers.TierError, match=r"'0.1k' is 102.4 tokens when 1k = 1024 tokens"):
-        make_spec('0.1k', cell='standard')
-    assert make_spec('0.125k', cell='standard').tier_tokens == 128
+        cell_settings('0.1k', cell='standard')
+    assert cell_settings('0.125k', cell='standard').tier_tokens == 128
 
 
 def test_max_prompt_tokens_builds_the_tier_to_a_models_window():
     """max_prompt_tokens caps the budget whatever the tier (a model whose window is below it, as the authors size
     their prompts to the model): the rows fill the cap within 1%, record it as their budget, and the cache key and
     the build differ from the uncapped tier's."""
-    capped = make_spec(parse_tier('8k'), cell='standard', reserve_tokens=512, max_prompt_tokens=6000)
-    plain = make_spec(parse_tier('8k'), cell='standard', reserve_tokens=512)
+    capped = cell_settings(parse_tier('8k'), cell='standard', reserve_tokens=512, max_prompt_tokens=6000)
+    plain = cell_settings(parse_tier('8k'), cell='standard', reserve_tokens=512)
     assert (capped.budget, plain.budget) == (6000, 8192 - 512)
     assert capped.public()['max_prompt_tokens'] == 6000 and 'max_prompt_tokens' not in plain.public()
-    assert make_spec(parse_tier('8k'), cell='standard', max_prompt_tokens=9000).budget == 8192   # the tier is less
+    assert cell_settings(parse_tier('8k'), cell='standard', max_prompt_tokens=9000).budget == 8192   # the tier is less
     rows = list(generate(capped, 2))
     for r in rows:
         assert r['tier_tokens'] == 8192 and r['budget_tokens'] == 6000
         assert 6000 - 60 <= r['prompt_tokens'] == real_tokens(r) <= 6000
     with pytest.raises(LongBioConfigError, match='max_prompt_tokens must be a positive integer'):
-        make_spec(parse_tier('8k'), cell='standard', max_prompt_tokens=0)
+        cell_settings(parse_tier('8k'), cell='standard', max_prompt_tokens=0)
     with pytest.raises(LongBioConfigError):   # below the cell's needles: the generator's own error
-        list(generate(make_spec(parse_tier('8k'), cell='multi_standard_10', max_prompt_tokens=3000), 1))
+        list(generate(cell_settings(parse_tier('8k'), cell='multi_standard_10', max_prompt_tokens=3000), 1))

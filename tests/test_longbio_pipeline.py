@@ -14,6 +14,8 @@ from opencompass_longctx.longbio.catalogue import LONGBIO_CATEGORIES, LONGBIO_CE
 from opencompass_longctx.longbio.dataset import load_longbio
 from opencompass_longctx.longbio.scoring import oracle_prediction
 from opencompass_longctx.tiers import parse_tier
+
+pytestmark = pytest.mark.e2e
 CONFIG = REPO / 'tests' / 'configs' / 'longbio_pipeline.py'
 TIERS = ('0k', '2k', '8k', '128k')
 HELD = ('0k', '2k')  # the tiers whose prompts the tiny model's 16k window holds

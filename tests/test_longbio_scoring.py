@@ -1,5 +1,5 @@
 """LongBioBench scoring: oracle predictions score 100% in both modes, wrong and malformed ones 0, and each
-compat-vs-strict difference of the spec on a hand-written prediction."""
+compat-vs-strict difference on a hand-written prediction."""
 import json
 
 import pytest
@@ -7,7 +7,7 @@ import pytest
 from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS
 from opencompass_longctx.longbio.dataset import load_longbio
 from opencompass_longctx.longbio.evaluator import LongBioEvaluator
-from opencompass_longctx.longbio.generator import generate, make_spec
+from opencompass_longctx.longbio.generator import generate, cell_settings
 from opencompass_longctx.longbio.scoring import (ScoringError, authors_cut, oracle_prediction, score_cell,
                                                  score_row)
 
@@ -15,7 +15,7 @@ CELLS = [(c['cell'], c['task']) for c in LONGBIO_CELLS]
 
 
 def rows_of(tier, cell, mode, k=3, **kw):
-    return list(generate(make_spec(tier, cell=cell, mode=mode, **kw), k))
+    return list(generate(cell_settings(tier, cell=cell, mode=mode, **kw), k))
 
 
 def score(rows, preds, mode, truncate=False):

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import REPO
 
-pytestmark = pytest.mark.skipif(shutil.which('make') is None, reason='make is not installed')
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which('make') is None, reason='make is not installed')]
 
 
 # an outer make passes its command-line variables on in MAKEFLAGS and exports them as environment variables

@@ -16,6 +16,8 @@ import pytest
 from conftest import assert_clean_logs, run_opencompass
 from report_runs import CONFIG, own_table, read_csv, report_cli
 
+pytestmark = pytest.mark.e2e
+
 ENV = {'LONGCTX_REPORT_MODEL': 'tiny', 'LONGCTX_REPORT_TIERS': '0k', 'LONGCTX_REPORT_SAMPLES': '2'}
 
 

@@ -38,6 +38,7 @@ def _as_model(rows, name):
     return [dict(r, model=name) for r in rows]
 
 
+@pytest.mark.e2e
 def test_a_reused_abbr_for_another_model_is_kept_apart_naming_both_runs_and_fields(report_runs, tmp_path):
     """The rule reader's run relabelled 'tiny-chat' (another type and path under the tiny model's abbr): the old
     merge mixed both into one row; now two rows, each named by what tells it apart (the shortest distinguishing part
@@ -81,6 +82,7 @@ def test_a_reused_abbr_for_another_model_is_kept_apart_naming_both_runs_and_fiel
     assert int(paired[0]['pairs']) > 0   # the predictions are read under the abbr the run wrote them with
 
 
+@pytest.mark.e2e
 def test_other_generation_settings_are_another_model_batch_size_is_not(report_runs, tmp_path):
     sampled = _copy(report_runs['tiny'], tmp_path / 'sampled')
     _edit_dump(sampled, 'generation_kwargs=dict(\n            do_sample=False)', 'generation_kwargs=dict(do_sample=True, top_p=0.9)')
@@ -107,6 +109,7 @@ def _corrupt(path):
     path.write_bytes(raw[:at] + b'\xff' + raw[at:])   # one byte that is not UTF-8
 
 
+@pytest.mark.e2e
 def test_an_unreadable_predictions_file_never_counts_as_the_same_data(report_runs, tmp_path):
     """A newer run whose qa1 0k result was made on other data (2 samples, not 3) and whose predictions file has one
     invalid UTF-8 byte: the old merge took it (BABILong qa1-qa5 0k 20.0 instead of 40.0, no mark, no note). And a
@@ -156,6 +159,7 @@ def nested_run(report_runs):
     return run
 
 
+@pytest.mark.e2e
 def test_any_model_abbr_works_in_the_run_the_table_the_merge_and_the_comparison(nested_run, report_runs, tmp_path):
     results = os.path.join(nested_run, 'results', *NESTED.split('/'))
     assert os.path.isfile(os.path.join(results, 'babilong_qa1_0k.json'))   # OpenCompass's own nested layout

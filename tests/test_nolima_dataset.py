@@ -45,7 +45,7 @@ def test_tiers_map_to_1000_based_lengths_and_depth_counts(data_dir):
         assert set(ds['context_length']) == {L} and len(ds) == 26
     ds = load_nolima('4k', path=str(data_dir), pairs=1, haystacks=[0], depth_intervals=11)
     assert len(ds) == 11
-    assert nds.default_depth_intervals(32000) == 26 and nds.default_depth_intervals(64000) == 11
+    assert hs.default_depth_intervals(32000) == 26 and hs.default_depth_intervals(64000) == 11
 
 
 def test_prompts_names_and_seeds_follow_the_authors(data_dir):

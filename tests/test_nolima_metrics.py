@@ -22,7 +22,7 @@ README = """
 | GPT-4o mini         | 128K | <1K | 84.9 (72.2) | 67.7 | 58.2 | 44.1 | *32.6* | *20.6* | *13.7* |
 | Llama 3.1 8B        | 128K | 1K  | 76.7 (65.2) | <ins>65.7</ins> | 54.4 | 44.1 | *31.9* | *22.6* | *14.2* |
 """
-# Rows added in the 2025-04 update (spec §8.1), without marks; '-' = not run.
+# Rows added in the paper's 2025-04 update, without marks; '-' = not run.
 LATER = [('Gemma 3 27B', '<1K', 88.6, [73.3, 65.6, 48.1, 32.7, 20.2, 9.5]),
          ('Gemma 3 12B', '1K', 87.4, [74.7, 61.8, 39.9, 27.4, 16.8, 7.3]),
          ('Gemini 2.0 Flash', '4K', 89.4, [87.7, 87.5, 77.9, 64.7, 48.2, 41.0]),

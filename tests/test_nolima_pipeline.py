@@ -10,6 +10,8 @@ import pytest
 from conftest import REPO, assert_clean_logs, run_opencompass, summary_by_dataset as summary_rows
 from opencompass_longctx.nolima import metrics as nm
 from opencompass_longctx.demo import nolima_data
+
+pytestmark = pytest.mark.e2e
 VARIANTS = ['main', 'hard', 'cot', 'mc', 'direct', 'distractor']
 
 

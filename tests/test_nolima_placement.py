@@ -1,4 +1,4 @@
-"""NoLiMa placement (spec §4): the authors' algorithm on books the project writes, with a tiktoken and a
+"""NoLiMa placement (the authors' algorithm, docs/benchmarks.md#nolima): the authors' algorithm on books the project writes, with a tiktoken and a
 Hugging Face tokenizer. Every expectation is computed here from the tokenizer itself (per-token decode and
 the tokenizer's own decode of slices), not from the implementation's cached arrays."""
 import math

@@ -48,7 +48,7 @@ def test_every_refused_value_names_the_option(opts, key, value):
 @pytest.mark.parametrize('opts', list(BASE), ids=lambda o: o.__name__)
 def test_good_options_parse_and_the_tier_is_parsed_once(opts):
     o = opts.parse(BASE[opts])
-    assert str(o.tier if opts is not LongBioOptions else o.spec.tier) == '1k'
+    assert str(o.tier if opts is not LongBioOptions else o.settings.tier) == '1k'
 
 
 def test_counts_are_refused_by_the_load_itself():
@@ -164,6 +164,7 @@ def _workspace(tmp_path, counts):
     return ws
 
 
+@pytest.mark.e2e
 def test_the_dry_run_lists_every_refused_option_and_a_real_run_stops_before_any_task(tmp_path):
     ws = _workspace(tmp_path, BAD_COUNTS)
     env = {'LONGCTX_CACHE_DIR': str(tmp_path / 'cache'), 'LONGCTX_TINY_MODEL': str(tmp_path / 'tiny')}

@@ -13,7 +13,7 @@ from opencompass_longctx import parallel
 from opencompass_longctx.babilong import generator as G
 from opencompass_longctx.babilong.dataset import load_babilong
 from opencompass_longctx.longbio.dataset import load_longbio
-from opencompass_longctx.longbio.generator import TierTooSmallError, generate, make_spec
+from opencompass_longctx.longbio.generator import TierTooSmallError, generate, cell_settings
 from opencompass_longctx.nolima import build as nbuild
 from opencompass_longctx.nolima import dataset as nds
 from opencompass_longctx.demo import nolima_data
@@ -51,20 +51,21 @@ def nolima_dir(tmp_path_factory):
 _LONGBIO_CHILD = r'''
 import hashlib, json, sys
 from opencompass_longctx import parallel
-from opencompass_longctx.longbio.generator import generate, make_spec
+from opencompass_longctx.longbio.generator import generate, cell_settings
 parallel.MIN_PARALLEL_TOKENS, parallel.CHUNK_TOKENS = 0, 8192 * 3
 h = hashlib.sha256()
 for cell in ('idk', 'citation_2'):
-    for r in generate(make_spec('8k', cell=cell, mode='strict'), 7, num_proc=int(sys.argv[1])):
+    for r in generate(cell_settings('8k', cell=cell, mode='strict'), 7, num_proc=int(sys.argv[1])):
         h.update(json.dumps(r, sort_keys=True, ensure_ascii=False).encode())
 print(h.hexdigest())
 '''
 
 
+@pytest.mark.e2e
 def test_longbio_rows_are_the_same_for_any_num_proc_and_hash_seed(force_pool, tmp_path):
     one = hashlib.sha256()
     for cell in ('idk', 'citation_2'):
-        for r in generate(make_spec('8k', cell=cell, mode='strict'), 7, num_proc=1):
+        for r in generate(cell_settings('8k', cell=cell, mode='strict'), 7, num_proc=1):
             one.update(json.dumps(r, sort_keys=True, ensure_ascii=False).encode())
     for seed, num_proc in (('1', '2'), ('777', '3')):
         env = dict(os.environ, PYTHONHASHSEED=seed)
@@ -105,6 +106,7 @@ def test_babilong_generated_split_is_the_same_for_any_num_proc(force_pool, babi_
     assert got[1] == got[2]
 
 
+@pytest.mark.e2e
 def test_babilong_generator_files_are_byte_identical_for_any_num_proc(force_pool, babi_inputs, tmp_path):
     outs = []
     for num_proc in (1, 2):
@@ -136,7 +138,7 @@ def test_num_proc_1_and_small_builds_start_no_pool(no_pool, babi_inputs, nolima_
 
 def test_a_worker_error_reaches_the_caller_unchanged(force_pool):
     with pytest.raises(TierTooSmallError, match=r"'multi_standard_10' does not fit tier 2k .*fits: 4k"):
-        list(generate(make_spec('2k', cell='multi_standard_10'), 4, num_proc=2))
+        list(generate(cell_settings('2k', cell='multi_standard_10'), 4, num_proc=2))
 
 
 def test_results_come_in_order_with_a_bounded_number_in_flight():
@@ -155,11 +157,11 @@ def test_results_come_in_order_with_a_bounded_number_in_flight():
 
 def test_one_progress_bar_across_workers(force_pool, monkeypatch, capfd):
     monkeypatch.setenv('LONGCTX_PROGRESS', '1')
-    list(generate(make_spec('8k', cell='standard'), 6, num_proc=2))
+    list(generate(cell_settings('8k', cell='standard'), 6, num_proc=2))
     err = capfd.readouterr().err
     assert 'LongBioBench standard 8k (2 processes)' in err and '6/6' in err
     monkeypatch.setenv('LONGCTX_PROGRESS', '0')
-    list(generate(make_spec('8k', cell='standard'), 6, num_proc=2))
+    list(generate(cell_settings('8k', cell='standard'), 6, num_proc=2))
     assert capfd.readouterr().err == ''
 
 
@@ -169,13 +171,14 @@ def test_bad_num_proc_is_a_clear_error(bad):
         load_longbio('2k', cell='standard', num_samples=1, num_proc=bad)
 
 
+@pytest.mark.e2e
 def test_workers_that_cannot_start_give_a_clear_error(tmp_path):
     """Workers are spawned and import the main script: one that builds at import time breaks them."""
     script = tmp_path / 'unguarded.py'
     script.write_text('from opencompass_longctx import parallel\n'
-                      'from opencompass_longctx.longbio.generator import generate, make_spec\n'
+                      'from opencompass_longctx.longbio.generator import generate, cell_settings\n'
                       'parallel.MIN_PARALLEL_TOKENS = 0\n'
-                      "print(len(list(generate(make_spec('8k', cell='standard'), 4, num_proc=2))))\n")
+                      "print(len(list(generate(cell_settings('8k', cell='standard'), 4, num_proc=2))))\n")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert out.returncode != 0
     assert "a dataset build worker of 2 stopped before it finished" in out.stderr

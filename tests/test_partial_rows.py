@@ -4,7 +4,11 @@ import glob
 import json
 import os
 
+import pytest
+
 from conftest import run_opencompass
+
+pytestmark = pytest.mark.e2e
 
 RUN_CONFIG = '''
 from mmengine.config import read_base

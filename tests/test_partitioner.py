@@ -315,6 +315,7 @@ def test_a_real_run_stops_before_any_task_a_dry_run_reports(tmp_path, monkeypatc
     assert len(warn(cfg)) == 1
 
 
+@pytest.mark.e2e
 def test_dry_run_of_the_leaderboard_example_prints_the_plan(tmp_path):
     proc = run_opencompass([str(EXAMPLE), '--dry-run'], tmp_path, {'LONGCTX_MODEL_ROOT': str(tmp_path / 'models')})
     out = proc.stdout + proc.stderr

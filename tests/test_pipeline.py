@@ -10,6 +10,8 @@ import pytest
 
 from conftest import REPO, assert_clean_logs, run_opencompass, summary_by_dataset
 from opencompass_longctx.babilong.scoring import score_one
+
+pytestmark = pytest.mark.e2e
 DEMO = REPO / 'examples' / 'eval_longctx_demo.py'
 TIERS = ('0k', '1k', '2k')
 TASKS = [f'qa{i}' for i in range(1, 11)]

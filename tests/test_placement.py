@@ -125,6 +125,7 @@ eval = dict(partitioner=dict(type=NaivePartitioner, n=100),
 '''
 
 
+@pytest.mark.e2e
 def test_a_run_with_an_unplaceable_dataset_exits_non_zero_and_names_it(tmp_path, tiny_model_dir, monkeypatch):
     cfg = tmp_path / 'run.py'
     cfg.write_text(RUN_CONFIG.replace('DATA', repr(str(tmp_path / 'data'))))

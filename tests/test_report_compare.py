@@ -11,6 +11,8 @@ from scipy.stats import binomtest
 from opencompass_longctx.overlength import OVER_LENGTH
 from report_runs import read_csv, report, report_runs  # noqa: F401 (report_runs: the fixture)
 
+pytestmark = pytest.mark.e2e
+
 TASKS = [f'qa{i}' for i in range(1, 6)]
 
 

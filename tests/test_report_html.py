@@ -10,6 +10,8 @@ import pytest
 from opencompass_longctx.summarizers.html import CHROMIUM_INSTALL, dump_dom, find_chromium
 from report_runs import read_csv, report, report_runs  # noqa: F401 (report_runs: the fixture)
 
+pytestmark = [pytest.mark.e2e, pytest.mark.browser]
+
 
 def need_chromium():
     if find_chromium():

@@ -4,7 +4,11 @@ import json
 import os
 import shutil
 
+import pytest
+
 from report_runs import own_table, read_csv, report, report_cli, report_runs  # noqa: F401 (report_runs: the fixture)
+
+pytestmark = pytest.mark.e2e
 
 
 def test_the_merged_table_has_both_models_with_each_runs_own_numbers(report_runs, tmp_path):

@@ -156,6 +156,7 @@ def test_plots_keep_every_model_visible_and_mark_na_and_partial(tmp_path, monkey
     assert any('k/n' in t.get_text() for t in lb.get_legend().get_texts())
 
 
+@pytest.mark.browser
 def test_page_in_a_browser_states_directions_hides_empty_rows_and_escapes_names(tmp_path):
     need_chromium()
     rep = make_report(tmp_path / 'run')
@@ -228,6 +229,8 @@ def test_new_statistics_show_when_the_report_has_them(tmp_path):
     assert 'Intervals in this table: cluster bootstrap' in html.page(rep, [], [], [])
 
 
+@pytest.mark.e2e
+@pytest.mark.browser
 def test_a_real_run_under_a_nested_abbr_writes_its_plots_and_page(report_runs, tmp_path):
     """`opencompass` with the abbr 'org/.rule reader ü v1..2' and plots on (the old plots.py: FileNotFoundError,
     exit 1), then `longctx-report` of that run and the tiny model's: every plot inside its directory, the page

@@ -88,6 +88,7 @@ def test_the_summarizers_survive_bad_result_files(tmp_path, bad, capsys):
     assert any(ln.startswith(NOLIMA + ' ') for ln in out.splitlines())   # NoLiMa's own figures read it the same way
 
 
+@pytest.mark.e2e
 def test_report_cli_on_bad_result_files_with_plots(tmp_path):
     run = tmp_path / '20260101_000000'
     for bad in BAD:  # all four in one run: one command

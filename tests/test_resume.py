@@ -22,6 +22,7 @@ GATE_AT = 4          # the tiny model stops before its 4th batch: its task's fir
                      # saved batch, the others have not started
 
 
+@pytest.mark.e2e
 def test_killed_task_resumes_from_its_saved_batches(tmp_path, leaderboard_inputs, reference_run):
     env = dict(leaderboard_inputs, **TINY_ONLY)
     proc, held = start_gated(LOCAL, tmp_path, env, GATE_AT)

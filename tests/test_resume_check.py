@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO
 from opencompass_longctx.run import resume_check
 CONFIG = REPO / 'tests' / 'configs' / 'resume_check.py'
@@ -28,6 +30,7 @@ def _saved_line(entries, idx, as_idx=None):
     return json.dumps({'idx': as_idx or idx, **entries[idx]}, ensure_ascii=False) + '\n'
 
 
+@pytest.mark.e2e
 def test_resume_under_other_prompts_redoes_what_changed(tmp_path):
     from opencompass_longctx.babilong.prompts import prompt_parts
     from opencompass_longctx.demo import babilong_data
@@ -96,6 +99,7 @@ def test_resume_under_other_prompts_redoes_what_changed(tmp_path):
     assert (res / 'babilong_qa3_0k.json').exists()
 
 
+@pytest.mark.e2e
 def test_resume_without_the_instruction_redoes_every_dataset_naming_its_first_sample(tmp_path):
     """Issue 41: `use_instruction=False` after a run with it. Each new prompt is a part of the old one, and the old
     check (every current message found in the saved prompt) reused the saved predictions; the whole prompts are

@@ -39,6 +39,8 @@ def task_job_name(task) -> str:
     return 'OpenICLInfer[' + ','.join(f"{task['model']}/{d}" for d in task['datasets']) + ']'
 
 
+@pytest.mark.e2e
+@pytest.mark.slurm
 def test_leaderboard_runs_as_slurm_jobs_and_gives_the_local_tier_table(tmp_path, slurm_cluster, leaderboard_inputs,
                                                                       reference_run):
     env = slurm_cluster.env(leaderboard_inputs)
@@ -75,6 +77,8 @@ def test_leaderboard_runs_as_slurm_jobs_and_gives_the_local_tier_table(tmp_path,
           f'SlurmRunner run {seconds:.0f} s; {len(infer)} inference jobs for {plan["tasks"]} planned tasks')
 
 
+@pytest.mark.e2e
+@pytest.mark.slurm
 def test_a_cancelled_job_resumes_from_its_saved_batches(tmp_path, slurm_cluster, leaderboard_inputs, reference_run):
     env = dict(slurm_cluster.env(leaderboard_inputs), LONGCTX_TEST_MODELS='tiny-chat', LONGCTX_TEST_TIERS='0k')
     before = len(slurm_cluster.jobs())
@@ -117,6 +121,7 @@ def _plan(*gpus):
                       for i, g in enumerate(gpus)]}
 
 
+@pytest.mark.slurm
 def test_the_plan_checks_the_partition_and_its_gpus_with_sinfo(slurm_cluster, monkeypatch):
     for k, v in slurm_cluster.env().items():
         monkeypatch.setenv(k, v)
@@ -146,6 +151,8 @@ def test_the_plan_checks_the_partition_and_its_gpus_with_sinfo(slurm_cluster, mo
     assert 'sinfo is not on the PATH' in cluster.problems({'infer': runner}, reqs)[1][0]
 
 
+@pytest.mark.e2e
+@pytest.mark.slurm
 def test_a_partition_that_does_not_exist_stops_the_run_before_any_job(tmp_path, slurm_cluster, leaderboard_inputs):
     env = dict(slurm_cluster.env(leaderboard_inputs), LONGCTX_SLURM_PARTITION='gpu-a100')
     before = len(slurm_cluster.jobs())
@@ -157,6 +164,7 @@ def test_a_partition_that_does_not_exist_stops_the_run_before_any_job(tmp_path, 
     assert slurm_cluster.jobs()[before:] == [] and not slurm_cluster.running()
 
 
+@pytest.mark.e2e
 def test_opencompass_slurm_flag_is_warned_about(tmp_path, leaderboard_inputs):
     """`opencompass --slurm` drops LongCtxPartitioner (and its plan): the package says so as soon as it is imported."""
     config = LOCAL.with_name('cluster_slurm_flag.py')        # LongCtxPartitioner without options

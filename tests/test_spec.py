@@ -1,4 +1,4 @@
-"""Each benchmark room's spec: found from a dataset config's type, sized (estimate, or exact from the build
+"""Each benchmark's spec: found from a dataset config's type, sized (estimate, or exact from the build
 record), its data checked with actionable problems, its tables as data."""
 import pytest
 
@@ -43,8 +43,9 @@ def test_sizes_by_the_tier_arithmetic():
     assert nl.size(dict(tier='1k')).rows == 58 * 5 * 26
     assert nl.size(dict(tier='64k', needle_set='hard', haystacks=[0, 1])).rows == 10 * 2 * 11
     assert nl.size(dict(tier='2k', pairs=3, depth_indices=[0, 1])).row_tokens == 2150
-    assert nl.data_tokenizer({}) == 'tiktoken:cl100k_base' and b.data_tokenizer({'tokenizer': 'x'}) == 'tiktoken:gpt2'
-    assert lb.data_tokenizer({'tokenizer': 'default'}) == 'tiktoken:qwen2'
+    assert nl.data_tokenizer({'tier': '1k'}) == 'tiktoken:cl100k_base'
+    assert b.data_tokenizer({'tier': '1k', 'tokenizer': 'x'}) == 'tiktoken:gpt2'
+    assert lb.data_tokenizer({'tier': '1k', 'tokenizer': 'default'}) == 'tiktoken:qwen2'
 
 
 def test_a_build_record_makes_the_size_exact():
@@ -76,7 +77,7 @@ def test_nolima_data_present_is_no_problem(tmp_path):
     from opencompass_longctx.demo import nolima_data
     nolima_data.write(str(tmp_path / 'n'), book_tokens=2000)
     assert NoLiMaDataset.benchmark.problems(dict(tier='1k', path=str(tmp_path / 'n'))) == []
-    assert NoLiMaDataset.benchmark.sample_text(dict(path=str(tmp_path / 'n')))
+    assert NoLiMaDataset.benchmark.sample_text(dict(tier='1k', path=str(tmp_path / 'n')))
 
 
 @pytest.mark.parametrize('cell,tier,reserve,fits', [('multihop_5', '2k', 512, False), ('multihop_5', '2k', 0, True),

@@ -237,6 +237,7 @@ eval = dict(partitioner=dict(type=NaivePartitioner, n=1000),
 '''
 
 
+@pytest.mark.e2e
 def test_two_models_copied_tier_and_report(tmp_path):
     shutil.copytree(REPO / 'configs', tmp_path / 'configs')
     bdir = tmp_path / 'configs' / 'datasets' / 'babilong'

@@ -6,7 +6,11 @@ import glob
 import json
 import os
 
+import pytest
+
 from conftest import REPO, run_opencompass
+
+pytestmark = pytest.mark.e2e
 
 CONFIGS = REPO / 'opencompass_longctx' / 'configs'
 RUN = '''

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from test_summarizer import write_result
 
 from opencompass_longctx.summarizers.formats import md_cell, published_diff, to_csv, to_markdown
@@ -55,6 +57,7 @@ def test_a_million_by_each_benchmarks_unit(tmp_path):
     assert rep['bench_tiers'] == {'babilong': ['1m', '1024k'], 'longbio': ['1000k', '1m']}
 
 
+@pytest.mark.e2e
 def test_equal_length_columns_come_in_one_order_whatever_the_hash_seed(tmp_path):
     abbrs = []
     for tier in ('1m', '1024k', '1000k', '500', '0.5k', '512'):

@@ -3,7 +3,7 @@ import os
 import pytest
 
 from opencompass_longctx.tokenizer.counting import (DEFAULT_TOKENIZER, GPT2_TOKENIZER, TokenizerError,
-                                              get_tokenizer)
+                                              forget_tokenizers, get_tokenizer)
 
 
 def test_offline_default_is_cl100k_and_round_trips():
@@ -28,7 +28,7 @@ def test_gpt2_ids_are_gpt2():
 def test_fingerprints_are_stable_and_distinct():
     a, b = get_tokenizer('tiktoken:cl100k_base'), get_tokenizer('tiktoken:gpt2')
     assert a.fingerprint != b.fingerprint
-    get_tokenizer.cache_clear()
+    forget_tokenizers()
     assert get_tokenizer('tiktoken:cl100k_base').fingerprint == a.fingerprint
 
 
@@ -183,6 +183,7 @@ def test_twin_is_exact_and_records_its_engine(which, qwen_dir, tiny_model_dir, t
     assert pickle.loads(pickle.dumps(twin)) is twin
 
 
+@pytest.mark.e2e
 def test_twin_in_a_fresh_process_has_the_same_fingerprint(tiny_model_dir):
     import pickle
     import subprocess
@@ -240,7 +241,7 @@ def test_twin_can_be_switched_off(tiny_model_dir, monkeypatch):
 
 def test_named_tokenizers_build_their_encoding_on_first_use():
     """A cache hit needs the fingerprint only: the vocabulary is hashed, the encoding built when first used."""
-    get_tokenizer.cache_clear()
+    forget_tokenizers()
     tok = get_tokenizer('tiktoken:qwen2')
     fp = tok.fingerprint
     assert '_enc' not in vars(tok) and 'not loaded yet' in repr(tok)

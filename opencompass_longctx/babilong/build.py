@@ -1,5 +1,5 @@
 """BABILong dataset rows: from file records or from the generator, in one process or several (no OpenCompass
-import, so a build worker starts quickly). :func:`..dataset.load_babilong` caches what these yield."""
+import, so a build worker starts quickly). :func:`..dataset.load_split` caches what these yield."""
 import json
 from typing import Dict, Iterable, Iterator, List, Tuple
 

@@ -12,16 +12,19 @@ not UTF-8, is cut short or has anything but white space after the closing ``]`` 
 an error naming it.
 
 Functions here take a :class:`~opencompass_longctx.tiers.Tier`, never a tier string: the loader parses the
-tier once (:meth:`~opencompass_longctx.babilong.dataset.BabilongOptions.parse`) and passes it inward.
+tier once (:meth:`~opencompass_longctx.babilong.spec.BabilongOptions.parse`) and passes it inward.
+:func:`locate` says where a split's records come from; :func:`file_records` reads them.
 """
 import codecs
 import json
 import os
-from typing import Dict, Iterator, List, Optional
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Tuple
 
-from opencompass_longctx.data_files import Source
+from opencompass_longctx.data_files import DataNotFoundError, Source, find_file
 from opencompass_longctx.tiers import Tier
 from opencompass_longctx.errors import LongCtxError
+MANIFEST_NAME = 'longctx_generation_manifest.json'   # written by the generator beside the files it makes
 PUBLISHED_TIERS = ('0k', '1k', '2k', '4k', '8k', '16k', '32k', '64k', '128k', '256k', '512k', '1m', '10m')
 SAMPLE_SOURCES = ('100', '1000', 'official', 'generated')
 
@@ -250,3 +253,66 @@ def load_indices(sample_indices, task: str) -> Optional[List[int]]:
             raise BabilongDataError(f'sample_indices has no entry for {task}')
         sample_indices = sample_indices[task]
     return [int(i) for i in sample_indices]
+
+
+@dataclass(frozen=True)
+class SplitInput:
+    """Where one split's records come from: a file (``path``, its ``label`` in the rows, the hub repository it
+    belongs to, the row ``indices`` asked for) or, with ``path`` None, the generator."""
+    path: Optional[str] = None
+    label: str = 'generated'
+    hub_repo: str = ''
+    indices: Optional[List[int]] = None
+
+    @property
+    def generated(self) -> bool:
+        return self.path is None
+
+
+def locate(o) -> SplitInput:
+    """The input of a split's checked options (:class:`~.spec.BabilongOptions`): the user's file of a published
+    tier (or a generated file of another tier), else the generator when it is asked for
+    (``sample_source='generated'``) or when a tier BABILong does not publish has no file and the bAbI and
+    background directories are given. Raises what the user must provide otherwise."""
+    task, tier = o.task, o.tier
+    if o.sample_source == 'generated':
+        return SplitInput()
+    source = source_for(o.sample_source, tier)
+    published = tier.name in PUBLISHED_TIERS
+    if published:
+        check_available(task, tier, source)
+    try:
+        path = find_file(source, file_candidates(task, tier, source), path=o.path,
+                         download=o.download if published else False, revision=o.revision,
+                         what=f'{task} at {tier.name}')
+    except DataNotFoundError:
+        if published:
+            raise
+        if o.babi_dir and o.background_dir:  # a tier BABILong does not publish: make it
+            return SplitInput()
+        check_available(task, tier, source)  # raises: says what to provide
+        raise
+    indices = load_indices(o.sample_indices, task)
+    return SplitInput(path, source.hub_repo if published else _unpublished_label(path), source.hub_repo, indices)
+
+
+def _unpublished_label(path: str) -> str:
+    """A file for a tier BABILong does not publish: 'generated' when our generator's manifest is beside it."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(path)))
+    return 'generated' if os.path.isfile(os.path.join(root, MANIFEST_NAME)) else 'local'
+
+
+def file_records(path: str, indices: Optional[List[int]], num_samples: Optional[int]) -> Iterator[Tuple[int, Dict]]:
+    """``(index, record)`` of a file's records: those of ``indices`` (all when None), at most ``num_samples``."""
+    wanted = None if indices is None else set(indices)
+    taken = 0
+    for i, rec in enumerate(iter_records(path)):
+        if num_samples is not None and taken >= num_samples:
+            break
+        if wanted is not None and i not in wanted:
+            continue
+        taken += 1
+        yield i, check_record(rec, path, i)
+    if wanted is not None and taken < len(wanted) and (num_samples is None or taken < num_samples):
+        raise BabilongDataError(f'{path}: sample_indices ask for rows the file does not have '
+                                f'({taken} of {len(wanted)} found)')

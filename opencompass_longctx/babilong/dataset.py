@@ -7,91 +7,14 @@ the same cache, when ``babi_dir`` and ``background_dir`` are given (or ``$BABI_D
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field, replace
-from typing import ClassVar, Dict, Optional
 
 from opencompass_longctx import parallel
 from opencompass_longctx.base import LongCtxDataset
 from opencompass_longctx.cache import DatasetCache, make_key
-from opencompass_longctx.data_files import DataNotFoundError, find_file
-from opencompass_longctx.options import Options, by, flag, integer, one_of, option, text
-from opencompass_longctx.tiers import Tier, dataset_tier
-from opencompass_longctx.tokenizer.counting import GPT2_TOKENIZER, get_tokenizer
+from opencompass_longctx.tokenizer.counting import get_tokenizer
 from opencompass_longctx.babilong import data as bdata
 from opencompass_longctx.babilong.build import build_rows, generated_rows
-from opencompass_longctx.babilong.spec import BENCHMARK
-from opencompass_longctx.babilong.prompts import VARIANTS as PROMPT_VARIANTS, prompt_parts
-def _file_records(path: str, indices, num_samples: Optional[int]):
-    wanted = None if indices is None else set(indices)
-    taken = 0
-    for i, rec in enumerate(bdata.iter_records(path)):
-        if num_samples is not None and taken >= num_samples:
-            break
-        if wanted is not None and i not in wanted:
-            continue
-        taken += 1
-        yield i, bdata.check_record(rec, path, i)
-    if wanted is not None and taken < len(wanted) and (num_samples is None or taken < num_samples):
-        raise bdata.BabilongDataError(f'{path}: sample_indices ask for rows the file does not have '
-                                      f'({taken} of {len(wanted)} found)')
-
-
-def _progress(it, total: Optional[int], desc: str):
-    bar = parallel.progress(total, desc)
-    try:
-        for x in it:
-            yield x
-            bar.update(1)
-    finally:
-        bar.close()
-
-
-def _check_indices(value) -> None:
-    """None, a JSON file of indices, ``{task: [indices]}`` or a list of row indices (>= 0)."""
-    if value is None or isinstance(value, (str, dict)):
-        return
-    if not isinstance(value, (list, tuple)) or not all(
-            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value):
-        raise bdata.BabilongDataError(f'sample_indices must be a list of row indices (>= 0), a JSON file of them or '
-                                      f'{{task: [indices]}}, got {value!r}')
-
-
-@dataclass(frozen=True)
-class BabilongOptions(Options):
-    """One BABILong split's options, checked once by :meth:`Options.parse` (the tier a :class:`Tier` from there
-    on): what the loader passes inward. ``babi_dir`` / ``background_dir`` default to ``$BABI_DIR`` /
-    ``$PG19_DIR``; generated splits take ``num_samples`` samples (default 100), made by ``num_proc`` processes
-    (default: the cores available; the same rows for any value)."""
-    error: ClassVar[type] = bdata.BabilongDataError
-    owner: ClassVar[str] = 'BabilongDataset'
-    tier: Tier = option(check=lambda name, v, error: dataset_tier(v, BENCHMARK.tier_unit))  # the one parse of a load
-    task: str = option('qa1', by(bdata.task_number))
-    path: Optional[str] = option(None, text())
-    sample_source: str = option('100', one_of(bdata.SAMPLE_SOURCES, str))
-    num_samples: Optional[int] = option(None, integer(1, optional=True))
-    sample_indices: object = option(None, by(_check_indices))   # read with the file
-    use_instruction: bool = option(True, flag())
-    use_examples: bool = option(True, flag())
-    use_post_prompt: bool = option(True, flag())
-    prompt_variant: str = option('official', one_of(PROMPT_VARIANTS))
-    count_tokenizer: str = option(GPT2_TOKENIZER, text(optional=False))
-    download: Optional[bool] = option(None, flag(optional=True))
-    revision: Optional[str] = option(None, text())
-    babi_dir: Optional[str] = option(None, text())
-    background_dir: Optional[str] = option(None, text())
-    seed: int = option(0, integer())
-    generator_tokenizer: str = option(GPT2_TOKENIZER, text(optional=False))
-    fix_len_off_by_one: bool = option(False, flag())
-    num_proc: Optional[int] = option(None, lambda name, v, error: parallel.check_num_proc(v))
-    parts: Dict[str, str] = field(init=False, default_factory=dict)
-
-    def finish(self) -> 'BabilongOptions':
-        o = replace(self, babi_dir=self.babi_dir or os.environ.get('BABI_DIR') or None,
-                    background_dir=self.background_dir or os.environ.get('PG19_DIR') or None,
-                    num_proc=parallel.check_num_proc(self.num_proc))
-        object.__setattr__(o, 'parts', prompt_parts(o.task, o.prompt_variant, o.use_instruction, o.use_examples,
-                                                    o.use_post_prompt))
-        return o
+from opencompass_longctx.babilong.spec import BENCHMARK, BabilongOptions
 
 
 def load_babilong(tier, **options):
@@ -101,57 +24,44 @@ def load_babilong(tier, **options):
 
 
 def load_split(o: BabilongOptions):
-    """The split of checked options: from the user's file of a published tier (or a generated file of another
-    tier), else generated when the bAbI and background directories are given."""
-    tier, task, parts = o.tier, o.task, o.parts
+    """The split of checked options, through the cache: its input located (:func:`.data.locate`), its rows read
+    from that file or made by the generator."""
     tokenizer = get_tokenizer(o.count_tokenizer)
-    params = dict(tier=tier.name, task=task, num_samples=o.num_samples, prompt_variant=o.prompt_variant,
-                  prompt_sha256=hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest())
-    cache = DatasetCache()
-
-    def generated():
+    inp = bdata.locate(o)
+    params = dict(tier=o.tier.name, task=o.task, num_samples=o.num_samples, prompt_variant=o.prompt_variant,
+                  prompt_sha256=hashlib.sha256(json.dumps(o.parts, sort_keys=True).encode()).hexdigest())
+    if inp.generated:
         from opencompass_longctx.babilong.generator import Generator
         gen = Generator(o.babi_dir, o.background_dir, o.generator_tokenizer, o.seed, o.fix_len_off_by_one)
         n = o.num_samples or 100
         params.update(sample_source='generated', generator=gen.fingerprint(), samples=n)
-        key = make_key('babilong', params, tokenizer.fingerprint, gen.input_files([task]), cache.root)
-        return cache.get_or_build('babilong', key, lambda: generated_rows(
-            gen, task, tier, n, parts, tokenizer, o.prompt_variant, o.num_proc), params=params)
+        files = gen.input_files([o.task])
+        rows = lambda: generated_rows(gen, o.task, o.tier, n, o.parts, tokenizer, o.prompt_variant,  # noqa: E731
+                                      o.processes)
+    else:
+        params.update(sample_source=o.sample_source, indices=inp.indices, source=inp.hub_repo,
+                      file=os.path.basename(inp.path))
+        files = [inp.path]
+        rows = lambda: build_rows(_progress(bdata.file_records(inp.path, inp.indices, o.num_samples),  # noqa: E731
+                                            o.num_samples if inp.indices is None else len(set(inp.indices)),
+                                            f'BABILong {o.task} {o.tier.name}'),
+                                  o.task, o.tier, o.parts, tokenizer, inp.label, o.prompt_variant)
+    cache = DatasetCache()
+    return cache.get_or_build('babilong', make_key('babilong', params, tokenizer.fingerprint, files, cache.root),
+                              rows, params=params)
 
-    if o.sample_source == 'generated':
-        return generated()
-    source = bdata.source_for(o.sample_source, tier)
-    published = tier.name in bdata.PUBLISHED_TIERS
-    if published:
-        bdata.check_available(task, tier, source)
+
+def _progress(it, total, desc: str):
+    bar = parallel.progress(total, desc)
     try:
-        file_path = find_file(source, bdata.file_candidates(task, tier, source), path=o.path,
-                              download=o.download if published else False, revision=o.revision,
-                              what=f'{task} at {tier.name}')
-    except DataNotFoundError:
-        if published:
-            raise
-        if o.babi_dir and o.background_dir:  # a tier BABILong does not publish: make it
-            return generated()
-        bdata.check_available(task, tier, source)  # raises: says what to provide
-        raise
-    indices = bdata.load_indices(o.sample_indices, task)
-    params.update(sample_source=o.sample_source, indices=indices, source=source.hub_repo,
-                  file=os.path.basename(file_path))
-    key = make_key('babilong', params, tokenizer.fingerprint, [file_path], cache.root)
-    label = source.hub_repo
-    if not published:  # a file for a tier BABILong does not publish: ours if our generator's manifest is there
-        from opencompass_longctx.babilong.generator import MANIFEST_NAME
-        root = os.path.dirname(os.path.dirname(os.path.dirname(file_path)))
-        label = 'generated' if os.path.isfile(os.path.join(root, MANIFEST_NAME)) else 'local'
-    total = o.num_samples if indices is None else len(set(indices))
-    return cache.get_or_build('babilong', key, lambda: build_rows(
-        _progress(_file_records(file_path, indices, o.num_samples), total, f'BABILong {task} {tier.name}'),
-        task, tier, parts, tokenizer, label, o.prompt_variant), params=params)
+        for x in it:
+            yield x
+            bar.update(1)
+    finally:
+        bar.close()
 
 
 class BabilongDataset(LongCtxDataset):
     """``type=BabilongDataset`` in configs; every extra config key is a field of :class:`BabilongOptions`."""
     benchmark = BENCHMARK
-    options = BabilongOptions
     build = staticmethod(load_split)

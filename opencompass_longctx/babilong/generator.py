@@ -38,13 +38,12 @@ from opencompass_longctx import __version__, parallel
 from opencompass_longctx.tiers import Tier, parse_tier
 from opencompass_longctx.tokenizer.counting import GPT2_TOKENIZER, Tokenizer, get_tokenizer
 from opencompass_longctx.util import atomic_write_text, sha256_file
-from opencompass_longctx.babilong.data import BabilongDataError, file_name, task_number
+from opencompass_longctx.babilong.data import MANIFEST_NAME, BabilongDataError, file_name, task_number
 PROMPT_ALLOWANCE = 300
 MIN_SENTENCE_TOKENS = 10
 # A sentence ends at . ! or ? plus up to three closing quotes or brackets (kept with the sentence), followed
 # by white space (which becomes one space between sentences).
 _SENTENCE_END = re.compile(rb'([.!?](?:["\')\]]|\xe2\x80[\x99\x9d]){0,3})[ \t\n\r\x0b\x0c]+')
-MANIFEST_NAME = 'longctx_generation_manifest.json'
 
 
 class GeneratorInputError(BabilongDataError):

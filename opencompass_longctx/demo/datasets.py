@@ -55,7 +55,8 @@ class DemoBabilongDataset(BabilongDataset):
 
     @staticmethod
     def load(**kwargs):
-        prepare_babilong(kwargs.get('path'), kwargs.get('task', 'qa1'), kwargs.get('tier'), kwargs.get('num_samples'))
+        o = BabilongDataset.benchmark.read(kwargs)     # the loader's own defaults (its parse refuses what is wrong)
+        prepare_babilong(o.path, o.task, o.tier, o.num_samples)
         return BabilongDataset.load(**kwargs)
 
 

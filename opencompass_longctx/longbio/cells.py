@@ -1,7 +1,7 @@
 """LongBioBench tasks: questions, answers, demos and prompts of the 15 cells in both modes.
 
-Wording is the authors' (spec section 3.9 and 4.2-4.3, repository HEAD 7238f69), including their typos.
-Where the spec elides a string it is marked [inferred] here.
+Wording is the authors' (their repository at HEAD 7238f69; docs/faithfulness.md#longbiobench), including their typos.
+Where the authors' description elides a string it is marked [inferred] here.
 
 Modes:
 * ``compat`` reproduces the authors' prompts, demo bugs included: multi-standard demos show only the first
@@ -137,7 +137,7 @@ def make_group(task: str, people: List[Person], attr: str, standard: Dict[str, s
                      'The age difference is', d,
                      rationale=f'The age of {names[0]} is {a}. The age of {names[1]} is {b}. |{b} - {a}| = {d}. ')
     if task == 'twodiff':
-        # [inferred] the authors' search narrative is not in the spec; this one states the two ages.
+        # [inferred] the authors' search narrative is not written out; this one states the two ages.
         return Group(people, 'age', 'From the given profiles of these individuals, identify two individuals such '
                      f'that the age difference between them is {d}. Only one pair of answers is needed.',
                      'The two people identified are', {'age_difference': d, 'ref_names': names},
@@ -178,7 +178,7 @@ SYS_CITE_MULTI = ("Your task is to answer all the user’s questions with citati
                   "consists of many bios. Following the format of the examples, you must output the answers "
                   "ending with the citation number of the relevant bios strictly surrounded by square brackets "
                   "such as [1]. You should give the answer and citation for each question sequentially. Don't "
-                  "explain or output other things.")  # [inferred] the spec paraphrases this one
+                  "explain or output other things.")  # [inferred] the authors' description paraphrases this one
 IDK_SUFFIX = " Output 'The answer is not stated' if the answer is not explicitly told in the context."
 CONTEXT_HEAD = 'Context: '
 BASED = 'Based on the provided context,'

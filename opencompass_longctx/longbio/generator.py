@@ -30,7 +30,7 @@ cells end up to 9% short (8.5% over the authors' 800 samples). ``strict`` idk fi
 context so that both are within 1% where the tier leaves room: at 1k and 2k a row can end up to 2.5% short.
 ``compat`` idk's unanswerable row is exempt by design: it is the answerable row's context with the answer
 sentence deleted, asked 0-shot (the authors derive it from the standard data that way), so it is shorter
-than its answerable twin by that sentence and by the demos (:data:`IDK_COMPAT_SHORTFALL`).
+than its answerable row by that sentence and by the demos (:data:`IDK_COMPAT_SHORTFALL`).
 Each row records its exact ``prompt_tokens`` and the tokenizer engine that counted it. 0k = the needles only.
 
 Layout (the authors'): 3n needle bios = the test group and two demo groups (1 + max(2, shots) groups),
@@ -49,7 +49,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from opencompass_longctx import __version__, parallel
 from opencompass_longctx.tables.tier_table import STANDARD_TIERS
-from opencompass_longctx.tiers import canonical_tier, parse_tier
+from opencompass_longctx.tiers import Tier, canonical_tier, parse_tier
 from opencompass_longctx.tokenizer.counting import QWEN2_TOKENIZER
 from opencompass_longctx.longbio.counting import Counter
 from opencompass_longctx.longbio.pools import load_pools
@@ -61,7 +61,7 @@ DEFAULT_TOKENIZER = QWEN2_TOKENIZER   # the authors' data tokenizer (Qwen2.5's v
 LOOKAHEAD = 128           # candidate bios examined when the greedy fill ends more than 1% below budget
 MAX_EXCHANGE = 4          # at most this many trailing greedy bios are exchanged for better-fitting ones
 FILL_TOLERANCE = 0.01
-# compat idk: at most this many tokens separate the unanswerable row from its answerable twin (the deleted
+# compat idk: at most this many tokens separate the unanswerable row from its answerable row (the deleted
 # answer sentence plus the 2-shot demos, minus the idk instruction): 34-82 over the authors' 800 samples with
 # tiktoken:qwen2, 34-73 with cl100k_base, at any tier
 IDK_COMPAT_SHORTFALL = 100
@@ -78,7 +78,7 @@ def _check_unit_interval(name: str, value) -> float:
 
 
 @dataclass(frozen=True)
-class Spec:
+class CellSettings:
     """Everything that makes a cell's samples (validated)."""
     cell: str
     task: str
@@ -112,22 +112,22 @@ class Spec:
     def __reduce__(self):
         """Sent to a build worker with the tokenizer's fingerprint: the tokenizer travels as its name and must
         load to the same fingerprint there."""
-        return _spec_in_worker, ({f.name: getattr(self, f.name) for f in fields(self)}, self.tokenizer.fingerprint)
+        return _settings_in_worker, ({f.name: getattr(self, f.name) for f in fields(self)}, self.tokenizer.fingerprint)
 
 
-def _spec_in_worker(state: Dict, fingerprint: str) -> Spec:
+def _settings_in_worker(state: Dict, fingerprint: str) -> CellSettings:
     parallel.same_tokenizer(state['tokenizer'], fingerprint)
-    return Spec(**state)
+    return CellSettings(**state)
 
 
-def make_spec(tier, cell=None, task=None, n=None, mode='compat', shots=None, seed=2024, density=1.0,
+def cell_settings(tier, cell=None, task=None, n=None, mode='compat', shots=None, seed=2024, density=1.0,
               depth=(0.0, 1.0), reserve_tokens=0, tokenizer=None, verify_length=None,
-              max_prompt_tokens=None) -> Spec:
+              max_prompt_tokens=None) -> CellSettings:
     from opencompass_longctx.tokenizer.counting import get_tokenizer
     c = resolve_cell(cell, task, n)
     check_mode(mode)
     shots = check_shots(c['task'], shots)
-    t = canonical_tier(tier, TIER_UNIT)   # the length's one name (LongBioBench: 1024k is 1m)
+    t = tier if isinstance(tier, Tier) else canonical_tier(tier, TIER_UNIT)   # its one name (1024k is 1m)
     density = _check_unit_interval('density', density)
     if not isinstance(depth, (list, tuple)) or len(depth) != 2:
         raise LongBioConfigError(f'depth must be a (start, end) pair of fractions, got {depth!r}')
@@ -150,7 +150,7 @@ def make_spec(tier, cell=None, task=None, n=None, mode='compat', shots=None, see
     if budget and max_prompt_tokens:
         budget = min(budget, max_prompt_tokens)
     verify = (tok.kind != 'tiktoken') if verify_length is None else bool(verify_length)
-    return Spec(cell=c['cell'], task=c['task'], n=c['n'], mode=mode, shots=shots, tier=t.name,
+    return CellSettings(cell=c['cell'], task=c['task'], n=c['n'], mode=mode, shots=shots, tier=t.name,
                 tier_tokens=tier_tokens, budget=budget, seed=seed, density=density, depth=(d0, d1),
                 reserve_tokens=reserve_tokens, tokenizer=tok, verify=verify, max_prompt_tokens=max_prompt_tokens)
 
@@ -188,19 +188,19 @@ def _smallest_fitting_tier(needed: int, reserve: int) -> Optional[str]:
 class Generator:
     """Samples of one cell: ``rows(index)`` returns the dataset rows of sample ``index``."""
 
-    def __init__(self, spec: Spec):
-        self.spec = spec
-        self.count = Counter(spec.tokenizer)
-        self.params_json = json.dumps(spec.public(), sort_keys=True)
+    def __init__(self, settings: CellSettings):
+        self.settings = settings
+        self.count = Counter(settings.tokenizer)
+        self.params_json = json.dumps(settings.public(), sort_keys=True)
 
     # The prompt that the fill is computed for, and the extra rows derived from the same context.
     def _plan(self, s: Sample):
-        spec = self.spec
-        if spec.task == 'idk':
-            if spec.mode == 'compat':   # the answer half is the standard cell's own 2-shot prompt
+        settings = self.settings
+        if settings.task == 'idk':
+            if settings.mode == 'compat':   # the answer half is the standard cell's own 2-shot prompt
                 return ('standard', check_shots('standard', None))
             return ('idk', 0)
-        return (spec.task, spec.shots)
+        return (settings.task, settings.shots)
 
     def _budgeter(self, s: Sample, needles: List[Unit], task: str, shots: int):
         """total(hay_tokens, n_units): prompt tokens of a context of n_units bios (needles + haystack bios
@@ -212,7 +212,7 @@ class Generator:
         def fixed(nunits: int) -> int:
             w = len(str(max(nunits - 1, 0))) if s.cite else 0
             if w not in fixed_by_width:
-                wide = [[int('9' * max(w, 1))] * self.spec.n for _ in range(self.spec.groups)]
+                wide = [[int('9' * max(w, 1))] * self.settings.n for _ in range(self.settings.groups)]
                 fixed_by_width[w] = s.fixed_tokens(s.prompt(task, shots, wide)) + needle_body
             return fixed_by_width[w]
 
@@ -227,15 +227,15 @@ class Generator:
 
     def needed_tokens(self, index: int) -> int:
         """Prompt tokens of sample ``index`` with no haystack (the least any tier must hold)."""
-        s = Sample(self.spec, index, self.count)
+        s = Sample(self.settings, index, self.count)
         s.needles()
         task, shots = self._plan(s)
-        needles = [s.needle_unit(g, k) for g in range(self.spec.groups) for k in range(self.spec.n)]
+        needles = [s.needle_unit(g, k) for g in range(self.settings.groups) for k in range(self.settings.n)]
         return self._budgeter(s, needles, task, shots)(0, len(needles))
 
     def _cites(self, units: List[Unit]) -> List[List[int]]:
         """Citation numbers per group and question: the needle's 0-based index in the context."""
-        out = [[0] * self.spec.n for _ in range(self.spec.groups)]
+        out = [[0] * self.settings.n for _ in range(self.settings.groups)]
         for i, u in enumerate(units):
             if u.needle:
                 g, k = u.needle
@@ -243,32 +243,32 @@ class Generator:
         return out
 
     def rows(self, index: int) -> List[Dict]:
-        spec = self.spec
-        s = Sample(spec, index, self.count)
+        settings = self.settings
+        s = Sample(settings, index, self.count)
         s.needles()
         task, shots = self._plan(s)
-        needles = [s.needle_unit(g, k) for g in range(spec.groups) for k in range(spec.n)]
+        needles = [s.needle_unit(g, k) for g in range(settings.groups) for k in range(settings.n)]
         total = self._budgeter(s, needles, task, shots)
         hay: List[Unit] = []
-        if spec.budget:
+        if settings.budget:
             needle_only = total(0, len(needles))
-            if needle_only > spec.budget:
+            if needle_only > settings.budget:
                 raise TierTooSmallError(needle_only)
             shift = 0
-            if spec.task == 'idk' and spec.mode == 'strict':
+            if settings.task == 'idk' and settings.mode == 'strict':
                 # both rows share the context; fill so that the unanswerable one (the answer sentence deleted)
                 # is within 1% of the budget too, where the budget leaves room for that
                 shift = needles[0].tokens - s.needle_unit(0, 0, delete_answer=True).tokens
             hay = self._fill(s, needles, total, shift)
         while True:
             built = self._assemble(s, needles, hay, task, shots)
-            if not spec.budget or not hay or max(r['prompt_tokens'] for r in built) <= spec.budget:
+            if not settings.budget or not hay or max(r['prompt_tokens'] for r in built) <= settings.budget:
                 return built
             hay = hay[:-1]   # over budget (citation numbers or a non-additive tokenizer): drop a bio, rebuild
 
     # ------------------------------------------------------------------------------------------- fill
     def _fill(self, s: Sample, needles: List[Unit], total, shift: int = 0) -> List[Unit]:
-        spec = self.spec
+        settings = self.settings
         N = len(needles)
         stream = s.haystack_stream()
         cand: List[Unit] = []
@@ -288,16 +288,16 @@ class Generator:
                     render(32)
                 else:
                     avg = rendered_tokens / len(cand)
-                    render(max(16, int((spec.budget - total(body, N + H)) / avg * 1.02) + 8))
+                    render(max(16, int((settings.budget - total(body, N + H)) / avg * 1.02) + 8))
             u = cand[H]
-            if total(body + u.tokens, N + H + 1) > spec.budget:
+            if total(body + u.tokens, N + H + 1) > settings.budget:
                 break
             body += u.tokens
             H += 1
-        lo = spec.budget - int(FILL_TOLERANCE * spec.budget)
+        lo = settings.budget - int(FILL_TOLERANCE * settings.budget)
         if s.cite:   # the citation numbers may take fewer tokens than their widest stand-in
-            lo = min(lo + total(body, N + H) - total(body, 1), spec.budget)
-        want = min(lo + shift, spec.budget)   # idk strict: the unanswerable row within 1% too, where possible
+            lo = min(lo + total(body, N + H) - total(body, 1), settings.budget)
+        want = min(lo + shift, settings.budget)   # idk strict: the unanswerable row within 1% too, where possible
         if total(body, N + H) >= want:
             return cand[:H]
         # exchange the last m greedy bios for a subset of the following ones whose token sum fills the room:
@@ -311,12 +311,12 @@ class Generator:
             b = body - sum(cand[i].tokens for i in range(kept, H))
             lab = s.label_tokens(N + kept) if s.cite else 0
             rest = total(b, N + kept)
-            pick = _subset_sum([cand[i].tokens + lab for i in look], lo - rest, spec.budget - rest)
+            pick = _subset_sum([cand[i].tokens + lab for i in look], lo - rest, settings.budget - rest)
             if pick is None:
                 continue
             chosen = [look[j] for j in pick]
             t = total(b + sum(cand[i].tokens for i in chosen), N + kept + len(chosen))
-            if best[0] < t <= spec.budget:
+            if best[0] < t <= settings.budget:
                 best = (t, cand[:kept] + [cand[i] for i in chosen])
             if best[0] >= want:
                 break
@@ -324,28 +324,28 @@ class Generator:
 
     # ---------------------------------------------------------------------------------------- placement
     def _place(self, s: Sample, needles: List[Unit], hay: List[Unit]) -> List[Unit]:
-        spec = self.spec
+        settings = self.settings
         N = len(needles)
-        key = f'{s.seed}:placement:{spec.tier_tokens}:{spec.reserve_tokens}:{spec.density}:{spec.depth}'
+        key = f'{s.seed}:placement:{settings.tier_tokens}:{settings.reserve_tokens}:{settings.density}:{settings.depth}'
         rng = random.Random(key)
         cum = [0]
         for u in hay:
             cum.append(cum[-1] + u.tokens)
         T = cum[-1]
-        lo, hi = spec.depth[0] * T, spec.depth[1] * T
+        lo, hi = settings.depth[0] * T, settings.depth[1] * T
         a, b = bisect.bisect_left(cum, lo), bisect.bisect_right(cum, hi)
         cands = list(range(a, b))
         if not cands:   # no bio boundary inside the window: the boundary nearest to its middle
             mid = (lo + hi) / 2
             cands = [min(range(len(cum)), key=lambda i: (abs(cum[i] - mid), i))]
         slots = sorted(rng.choices(cands, k=N))
-        owners = [g for g in range(spec.groups) for _ in range(spec.n)]
-        if spec.mode == 'strict':      # random interleaving of the groups, each group kept in order
+        owners = [g for g in range(settings.groups) for _ in range(settings.n)]
+        if settings.mode == 'strict':      # random interleaving of the groups, each group kept in order
             random.Random(key + ':order').shuffle(owners)
-        nxt = [0] * spec.groups
+        nxt = [0] * settings.groups
         order = []
         for g in owners:
-            order.append(needles[g * spec.n + nxt[g]])
+            order.append(needles[g * settings.n + nxt[g]])
             nxt[g] += 1
         out, j = [], 0
         for i in range(len(hay) + 1):
@@ -358,7 +358,7 @@ class Generator:
 
     # ----------------------------------------------------------------------------------------- assembly
     def _assemble(self, s: Sample, needles: List[Unit], hay: List[Unit], task: str, shots: int) -> List[Dict]:
-        spec = self.spec
+        settings = self.settings
         units = self._place(s, needles, hay)
         cites = self._cites(units)
         depths_at = []
@@ -372,13 +372,13 @@ class Generator:
         test_units = [u for u in units if u.needle and u.needle[0] == 0]
         test_units.sort(key=lambda u: u.needle[1])
         depths_at = [round(starts[id(u)] / ctx_tokens, 4) for u in test_units]
-        base = dict(cell=spec.cell, task=spec.task, n=spec.n, mode=spec.mode, shots=spec.shots, tier=spec.tier,
-                    tier_tokens=spec.tier_tokens, budget_tokens=spec.budget, sample=s.index,
+        base = dict(cell=settings.cell, task=settings.task, n=settings.n, mode=settings.mode, shots=settings.shots, tier=settings.tier,
+                    tier_tokens=settings.tier_tokens, budget_tokens=settings.budget, sample=s.index,
                     seed=str(s.seed), attribute=s.attr, num_bios=len(units), needle_depths=depths_at,
-                    tokenizer_engine=spec.tokenizer.engine,
+                    tokenizer_engine=settings.tokenizer.engine,
                     needle_groups=[u.needle[0] for u in units if u.needle], params=self.params_json)
         rows = []
-        if spec.task == 'idk':
+        if settings.task == 'idk':
             test = test_units[0]
             deleted = s.needle_unit(0, 0, delete_answer=True)
             deleted_units = [deleted if u is test else u for u in units]
@@ -397,7 +397,7 @@ class Generator:
         return {'kind': kind, 'items': list(s.groups[0].answer)}
 
     def _main_label(self, s: Sample, units: List[Unit], cites) -> Tuple[Dict, str]:
-        g, task = s.groups[0], self.spec.task
+        g, task = s.groups[0], self.settings.task
         if task in ('standard', 'multi_standard', 'paraphrase', 'pronoun'):
             return {'kind': 'list', 'items': list(g.answer)}, '; '.join(g.answer)
         if task == 'rank':
@@ -428,13 +428,13 @@ class Generator:
 
     def _row(self, base: Dict, s: Sample, kind: str, units: List[Unit], prompt: Prompt, label: Dict,
              answer: str) -> Dict:
-        if self.spec.task == 'citation':
+        if self.settings.task == 'citation':
             ctx = ''.join(bio_label(i) + u.text for i, u in enumerate(units))
         else:
             ctx = ''.join(u.text for u in units)
         user = CONTEXT_HEAD + ctx + prompt.tail
-        if self.spec.verify:
-            count = self.spec.tokenizer.count
+        if self.settings.verify:
+            count = self.settings.tokenizer.count
             tokens = count(prompt.system) + count(user) + count(prompt.prefix)
         else:
             tokens = (s.fixed_tokens(prompt) + sum(u.tokens for u in units)
@@ -447,21 +447,21 @@ def _rows_of_range(gen: Generator, span: range) -> List[Dict]:
     return [row for i in span for row in gen.rows(i)]
 
 
-def generate(spec: Spec, num_samples: int, start: int = 0, num_proc: int = 1) -> Iterator[Dict]:
+def generate(settings: CellSettings, num_samples: int, start: int = 0, num_proc: int = 1) -> Iterator[Dict]:
     """All rows of samples start..start+num_samples-1 (a sample is one row; IDK samples are two), in order,
     made by up to ``num_proc`` processes (the same rows for any ``num_proc``; see :mod:`..parallel`)."""
     end = start + num_samples
     try:
-        for rows in parallel.map_chunks(_rows_of_range, range(start, end), Generator, (spec,), num_proc,
-                                        max(spec.tier_tokens, 1024), parallel.startup_factor(spec.tokenizer),
-                                        f'LongBioBench {spec.cell} {spec.tier}'):
+        for rows in parallel.map_chunks(_rows_of_range, range(start, end), Generator, (settings,), num_proc,
+                                        max(settings.tier_tokens, 1024), parallel.startup_factor(settings.tokenizer),
+                                        f'LongBioBench {settings.cell} {settings.tier}'):
             yield from rows
     except TierTooSmallError:
-        gen = Generator(spec)
+        gen = Generator(settings)
         needed = max(gen.needed_tokens(j) for j in range(start, end))
         raise TierTooSmallError(
-            f'LongBioBench cell {spec.cell!r} does not fit tier {spec.tier} ({spec.budget} tokens): its '
-            f'{spec.groups * spec.n} needle bios (the test question and {spec.groups - 1} demo groups of '
-            f'n={spec.n}) and the prompt need up to {needed} tokens with {spec.tokenizer.name} over these '
+            f'LongBioBench cell {settings.cell!r} does not fit tier {settings.tier} ({settings.budget} tokens): its '
+            f'{settings.groups * settings.n} needle bios (the test question and {settings.groups - 1} demo groups of '
+            f'n={settings.n}) and the prompt need up to {needed} tokens with {settings.tokenizer.name} over these '
             f'{num_samples} samples. Smallest standard tier that fits: '
-            f'{_smallest_fitting_tier(needed, spec.reserve_tokens) or "none"}.') from None
+            f'{_smallest_fitting_tier(needed, settings.reserve_tokens) or "none"}.') from None

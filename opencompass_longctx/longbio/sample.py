@@ -46,29 +46,29 @@ def bio_label(i: int) -> str:
 
 
 class Sample:
-    """Builds one sample of a Spec."""
+    """Builds one sample of a CellSettings."""
 
-    def __init__(self, spec, index: int, counter: Counter):   # spec: a generator.Spec
-        self.spec, self.index, self.count = spec, index, counter
+    def __init__(self, settings, index: int, counter: Counter):   # settings: a generator.CellSettings
+        self.settings, self.index, self.count = settings, index, counter
         self.pools = load_pools()
-        self.seed = sample_seed(spec.seed, spec.task, spec.n, index)
-        self.cite = spec.task == 'citation'
-        self.math = spec.task in MATH_TASKS
+        self.seed = sample_seed(settings.seed, settings.task, settings.n, index)
+        self.cite = settings.task == 'citation'
+        self.math = settings.task in MATH_TASKS
         self.attrs = tuple('age' if (a == 'birthdate' and self.math) else a for a in ATTRIBUTES)
-        self.style = _style(spec.task)
-        self.tset = template_set(self.style, spec.mode)
+        self.style = _style(settings.task)
+        self.tset = template_set(self.style, settings.mode)
         self.para_lens = ([len(self.tset.paraphrase[a]) if a != 'age' else 1 for a in self.attrs]
                           if self.style != 'standard' else None)
 
     # ----------------------------------------------------------------------------------------- needles
     def needles(self):
-        spec, rng = self.spec, random.Random(f'{self.seed}:needles')
+        settings, rng = self.settings, random.Random(f'{self.seed}:needles')
         attr = 'age' if self.math else rng.choice(ATTRIBUTES)
         self.attr = attr
         people, names, ages = [], set(), set()
-        for _ in range(spec.groups):
+        for _ in range(settings.groups):
             group = []
-            for p in draw_people(rng, self.pools, spec.n):
+            for p in draw_people(rng, self.pools, settings.n):
                 while p.name in names:
                     p = draw_people(rng, self.pools, 1)[0]
                 if self.math:
@@ -79,7 +79,7 @@ class Sample:
                 group.append(p)
             people.append(group)
         self.needle_names = names
-        self.groups = [make_group(spec.task, g, attr, self.tset.standard) for g in people]
+        self.groups = [make_group(settings.task, g, attr, self.tset.standard) for g in people]
         # needle bios: template draws in group order
         self.needle_sentences = []
         for gi, g in enumerate(self.groups):
@@ -103,8 +103,8 @@ class Sample:
 
     # ---------------------------------------------------------------------------------------- haystack
     def haystack_stream(self) -> Iterator[Unit]:
-        spec = self.spec
-        key = f'{self.seed}:haystack:{spec.tier_tokens}:{spec.reserve_tokens}:{spec.density}:{spec.mode}'
+        settings = self.settings
+        key = f'{self.seed}:haystack:{settings.tier_tokens}:{settings.reserve_tokens}:{settings.density}:{settings.mode}'
         rng = random.Random(key)
         stream = PersonStream(f'{self.seed}:haystack-people', self.pools)
         excluded, seen = set(self.needle_names), {}
@@ -113,7 +113,7 @@ class Sample:
         rnd, para_lens = rng.random, self.para_lens
         k = 0
         while True:
-            if spec.mode == 'compat':   # with replacement from a pool of 10k distinct people
+            if settings.mode == 'compat':   # with replacement from a pool of 10k distinct people
                 while True:
                     j = int(rnd() * POOL_SIZE)
                     p = stream[j]
@@ -128,7 +128,7 @@ class Sample:
                         excluded.add(p.name)
                         break
             choices = [int(rnd() * m) for m in para_lens] if para_lens else None
-            omit = attr if spec.density < 1.0 and rnd() >= spec.density else None
+            omit = attr if settings.density < 1.0 and rnd() >= settings.density else None
             age = p.age if (math and omit != 'age') else None
             if choices is None:
                 rk = (p.name, omit)
@@ -144,7 +144,7 @@ class Sample:
     # ------------------------------------------------------------------------------------------ prompts
     def prompt(self, task: str, shots: int, cites: Optional[List[List[int]]] = None) -> Prompt:
         demos = self.groups[1:1 + shots]
-        return build_prompt(task, self.spec.n, self.spec.mode, self.groups[0], demos,
+        return build_prompt(task, self.settings.n, self.settings.mode, self.groups[0], demos,
                             demo_cites=(cites or [])[1:1 + shots])
 
     def fixed_tokens(self, prompt: Prompt) -> int:

@@ -1,6 +1,6 @@
 """LongBioBench scoring in two named modes (no OpenCompass import: usable stand-alone).
 
-``compat`` is the authors' evaluator (spec section 2):
+``compat`` is the authors' evaluator (docs/faithfulness.md#longbiobench):
 * lists (retrieval answers, rank names): ordered, all-or-nothing, case-insensitive; each item is searched
   (``re.escape``) after the end of the previous match; a str answer (multihop) is a case-insensitive substring;
 * calculation: the last integer of the output equals the gold (an extracted 0 counts as a miss, as written);
@@ -17,7 +17,7 @@
   twodiff and citation evaluators do not cut. So for such a name ``The answer is not stated`` (no final period)
   is no refusal: the cut leaves ``not state``.
 
-``strict`` fixes what spec section 9 lists: the output is cut at the first ``Question: `` when there is one
+``strict`` fixes what docs/faithfulness.md#longbiobench lists: the output is cut at the first ``Question: `` when there is one
 (a base model's continuation into the next demo question is never scored) and never loses a character
 otherwise; rank reads only the final ordered list (:func:`final_ranked_names`); "not explicitly stated" is a
 refusal too, and the answerable half of IDK must answer without refusing; twodiff takes the last two people the

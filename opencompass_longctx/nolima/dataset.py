@@ -4,7 +4,7 @@
 parameter, the tokenizer fingerprint, the sha256 of the needle set and of every book, the package version),
 so OpenCompass's main, inference and evaluation processes build it once.
 
-Protocol (spec §2.4, §4, §7), all defaults the authors':
+Protocol (docs/benchmarks.md#nolima, docs/faithfulness.md#nolima), all defaults the authors':
 
 * tier -> haystack length ``L`` in tokens, 1k = 1000 (``'250'``, ``'500'``, ``'1k'`` ... ``'32k'``, ``'64k'``,
   ``'128k'``); counted with ``tokenizer`` (the evaluated model's own tokenizer directory: canonical) or, when
@@ -26,34 +26,19 @@ import os
 import re
 import sys
 import warnings
-from dataclasses import dataclass, field, replace
-from typing import ClassVar, Dict, List, Optional
+from typing import Dict, List, Optional
 
-from opencompass_longctx import parallel
 from opencompass_longctx.base import LongCtxDataset
 from opencompass_longctx.cache import DatasetCache, make_key
-from opencompass_longctx.options import Options, by, flag, integer, one_of, option, text
-from opencompass_longctx.tiers import Tier, dataset_tier
 from opencompass_longctx.tokenizer.counting import DEFAULT_TOKENIZER, get_tokenizer
 from opencompass_longctx.nolima import data as ndata
 from opencompass_longctx.nolima import haystack as hs
-from opencompass_longctx.nolima.haystack import default_depth_intervals
 from opencompass_longctx.nolima.build import SplitPlan, build_rows
-from opencompass_longctx.nolima.spec import BENCHMARK
-from opencompass_longctx.nolima.needles import CHAR, NoLiMaError, load_pairs, resolve_variant, select_pairs
+from opencompass_longctx.nolima.spec import BENCHMARK, NoLiMaOptions
+from opencompass_longctx.nolima.needles import CHAR, NoLiMaError, load_pairs, select_pairs
 from opencompass_longctx.nolima.prompts import MAX_NEW_TOKENS, SYSTEM_PROMPT, TASK_TEMPLATE, build_prompt
-PLACEMENTS = ('standard', 'static', 'last2k')
 BUILD_VERSION = 1
 CHAT_MARGIN = 64  # tokens allowed for the chat template and system message in the max_seq_len check
-
-
-def _check_int_list(name, value, upper):
-    if value is None:
-        return None
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not value or \
-            not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < upper for v in value):
-        raise NoLiMaError(f'{name} must be a non-empty list of indices in [0, {upper}), got {value!r}')
-    return sorted(set(value))
 
 
 def _fits(books, L, depths, placement, static_depth, shift):
@@ -82,90 +67,6 @@ def _name_collisions(books, pairs) -> Dict[str, List[str]]:
         if found:
             hits[b.name] = found
     return hits
-
-
-def _check_pairs(value) -> None:
-    if value is None or (isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value)):
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise NoLiMaError(f'pairs must be None, a positive count or a list of pair names, got {value!r}')
-
-
-def _check_question_types(value) -> None:
-    if value is not None and (isinstance(value, str) or not isinstance(value, (list, tuple))
-                              or not all(isinstance(v, str) for v in value)):
-        raise NoLiMaError(f'question_types must be a list of names, got {value!r}')
-
-
-def _check_expected(value) -> None:
-    if value not in ('auto', None) and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise NoLiMaError(f"expected_pairs must be 'auto', None or a positive count, got {value!r}")
-
-
-def _check_needle_set(value) -> None:
-    if not (isinstance(value, str) and value.endswith('.json') and os.path.isfile(value)):
-        resolve_variant(value)
-
-
-@dataclass(frozen=True)
-class NoLiMaOptions(Options):
-    """One NoLiMa split's options (see :func:`load_nolima`), checked once by :meth:`Options.parse`."""
-    error: ClassVar[type] = NoLiMaError
-    owner: ClassVar[str] = 'NoLiMaDataset'
-    tier: Tier = option(check=lambda name, v, error: dataset_tier(v, BENCHMARK.tier_unit))   # the one parse of a load
-    needle_set: str = option('main', by(_check_needle_set))
-    path: Optional[str] = option(None, text())
-    tokenizer: Optional[str] = option(None, text())
-    haystack_tier: str = option('auto', one_of(('auto',) + ndata.HAYSTACK_TIERS))
-    depth_intervals: Optional[int] = option(None, integer(1, optional=True))
-    placement: str = option('standard', one_of(PLACEMENTS))
-    static_depth: Optional[float] = option(None)
-    aligned_tokens: int = option(2000, integer(1))
-    base_seed: int = option(42, integer())
-    shift: int = option(0, integer(0))
-    question_types: object = option(None, by(_check_question_types))
-    exclude_direct: Optional[bool] = option(None, flag(optional=True))
-    expected_pairs: object = option('auto', by(_check_expected))
-    pairs: object = option(None, by(_check_pairs))
-    haystacks: object = option(None, lambda name, v, error: _check_int_list(name, v, ndata.NUM_BOOKS))
-    depth_indices: object = option(None)
-    max_seq_len: Optional[int] = option(None, integer(1, optional=True))
-    download: Optional[bool] = option(None, flag(optional=True))
-    revision: Optional[str] = option(None, text())
-    num_proc: Optional[int] = option(None, lambda name, v, error: parallel.check_num_proc(v))
-    depths: object = field(init=False, default=None)
-
-    @property
-    def custom(self) -> bool:
-        return isinstance(self.needle_set, str) and self.needle_set.endswith('.json') and \
-            os.path.isfile(self.needle_set)
-
-    @property
-    def variant(self) -> str:
-        return 'custom' if self.custom else resolve_variant(self.needle_set)
-
-    def finish(self) -> 'NoLiMaOptions':
-        L = self.tier.tokens(1000)
-        if L < 1:
-            raise NoLiMaError(f'NoLiMa tier {self.tier.name!r} has no haystack tokens; use 250, 500, 1k ... 128k')
-        static_depth = 0.5 if self.placement == 'last2k' and self.static_depth is None else self.static_depth
-        if self.placement != 'standard':
-            if static_depth is None or isinstance(static_depth, bool) or not isinstance(static_depth, (int, float)):
-                raise NoLiMaError(f"placement={self.placement!r} needs static_depth, a number in [0, 1]")
-            if self.shift:
-                raise NoLiMaError('shift is not allowed with a static placement (as in the authors\' code)')
-        if self.variant == 'distractor' and self.placement != 'standard':
-            raise NoLiMaError('the distractor variant needs the standard placement (the authors\' code silently '
-                              'returns nothing for a distractor with a static depth)')
-        n_depths = default_depth_intervals(L) if self.depth_intervals is None else self.depth_intervals
-        depths = (hs.aligned_depths(n_depths, L, self.aligned_tokens) if self.placement == 'last2k'
-                  else hs.depth_grid(n_depths))
-        o = replace(self, static_depth=static_depth,
-                    depth_indices=_check_int_list('depth_indices', self.depth_indices, len(depths)),
-                    haystacks=self.haystacks or list(range(ndata.NUM_BOOKS)),
-                    num_proc=parallel.check_num_proc(self.num_proc))
-        object.__setattr__(o, 'depths', depths)
-        return o
 
 
 def load_nolima(tier, **options):
@@ -275,7 +176,6 @@ class NoLiMaDataset(LongCtxDataset):
     ``Dataset.map``, which would copy every prompt (over 1 GB at 32K) in each OpenCompass process.
     """
     benchmark = BENCHMARK
-    options = NoLiMaOptions
     build = staticmethod(load_split)
 
     def __init__(self, reader_cfg: Optional[Dict] = None, k=1, n: int = 1, **kwargs):

@@ -5,7 +5,7 @@ No OpenCompass import: usable stand-alone.
 Reading: the book's line ends are translated as the authors' text-mode ``open()`` does (universal newlines:
 ``\r\n`` and a lone ``\r`` become ``\n``); nothing else is changed.
 
-Preprocessing (spec §4.1), once per (book sha256, tokenizer fingerprint), stored under
+Preprocessing (the authors' code; docs/benchmarks.md#nolima), once per (book sha256, tokenizer fingerprint), stored under
 ``<cache root>/nolima_books/<key>/`` (a checked, atomic cache entry, see ``cache.write_entry``):
 
 * the book's tokens (no special tokens);
@@ -17,7 +17,7 @@ Preprocessing (spec §4.1), once per (book sha256, tokenizer fingerprint), store
   of the book, never a re-tokenisation. Other tokenizers use their own default ``decode`` on the token
   slice (as the authors do), which is exact but slower.
 
-Standard placement (spec §4.2), for haystack length ``L`` (tokens) and depth ``d``:
+Standard placement (the authors' code), for haystack length ``L`` (tokens) and depth ``d``:
 
 1. ``p`` = the smallest line-break index with ``p >= shift + d*(L+1)``;
 2. ``D = round(L*d)``; the window is tokens ``[s, s+L)`` with ``s = p - D`` (the needle sits D tokens in);
@@ -26,7 +26,7 @@ Standard placement (spec §4.2), for haystack length ``L`` (tokens) and depth ``
 4. text = ``pre + " " + needle + "\\n" + post``.
 
 Also: the static-depth placement (a fixed book position, used for the "last-2K aligned" analysis) and the
-distractor insertion of the distractor variant (spec §4.3), with the authors' quirks.
+distractor insertion of the distractor variant (the authors' code), with the authors' quirks.
 """
 import bisect
 import hashlib
@@ -79,7 +79,7 @@ class BookTokens:
         return self.tokenizer.decode(self.tokens[a:b].tolist())
 
     def window_parts(self, s: int, p: int, L: int) -> Tuple[str, str]:
-        """(pre, post) of the window [s, s+L) split after line-break token p (spec §4.2 step 3).
+        """(pre, post) of the window [s, s+L) split after line-break token p (the authors' placement).
 
         The window depends on the book, L and the depth only, not on the needle, so every pair (and every
         variant) at the same (L, depth) shares it: it is decoded once and reused.

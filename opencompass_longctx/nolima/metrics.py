@@ -1,4 +1,4 @@
-"""NoLiMa aggregate metrics (no OpenCompass import), spec §6.2. Not computed in the authors' repository.
+"""NoLiMa aggregate metrics (no OpenCompass import), the paper's (docs/leaderboard.md: base score, threshold, effective length). Not computed in the authors' repository.
 
 * ``acc(L)``: mean over all tests at length L (58 pairs x 5 haystacks x 26 depths);
 * base score: mean over pairs of max over L in {250, 500, 1000} of (mean over the haystacks of the pair's

@@ -2,14 +2,14 @@
 
 No OpenCompass import: usable stand-alone.
 
-A needle-set file is a JSON list of entries (spec §2.1)::
+A needle-set file is a JSON list of entries (the authors' ``needlesets/*.json``)::
 
     {"id": "0401", "needle": "... {CHAR} ... {1} ...", "questions": {"onehop": "... {2} ...", ...},
      "tests": {"T01_C02": {"input_args": ["...", "...", "..."]}, ...}, "character_set": [...],
      "system_prompt": "...", "task_template"?: "...{haystack}...{question}...",
      "distractors"?: {"onehop": "...", ...}, "reasoning_type"?: "..."}
 
-Expansion (spec §2.2): entry x question type x test, in file order; each triple is one question-needle pair
+Expansion (the authors' code): entry x question type x test, in file order; each triple is one question-needle pair
 named ``{id}_{test_id}_{question_type}``. Placeholders ``{1}``, ``{2}``, ... are filled from ``input_args``
 cumulatively (every placeholder is replaced); afterwards no ``{digit}`` may remain, and the result must equal
 what the authors' non-cumulative substitution of the question and distractor gives (it keeps only the last

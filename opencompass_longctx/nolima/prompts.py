@@ -1,4 +1,4 @@
-"""NoLiMa prompt and decoding settings, exactly as the authors' runner (spec §2.5, §5)."""
+"""NoLiMa prompt and decoding settings, exactly as the authors' runner (docs/faithfulness.md#nolima)."""
 
 # One system message (no final period), then the filled template as a single user message. The needle set's
 # own `system_prompt` field is ignored, as in the authors' OpenAI/vLLM/Gemini paths.

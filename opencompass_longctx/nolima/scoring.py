@@ -1,4 +1,4 @@
-"""NoLiMa per-test scoring (no OpenCompass import), spec §6.1.
+"""NoLiMa per-test scoring (no OpenCompass import), as the authors' evaluation code (docs/faithfulness.md#nolima).
 
 * ``contains`` (the headline, all the authors' run configs use it): some gold string is a case-sensitive raw
   substring of the response; no stripping, lower-casing or word boundary ("yuki" fails, a list of names that

@@ -35,8 +35,7 @@ def check_run(models: Sequence[Dict], datasets: Sequence[Dict]) -> List[Dict]:
         if spec is None:
             continue
         try:
-            key = json.dumps([type_name(d)] + [d.get(k) for k in ('tokenizer',) + spec.check_keys],
-                             default=str)
+            key = json.dumps([type_name(d), d.get('tokenizer')] + list(spec.data_key(d)), default=str)
         except Exception:  # noqa: BLE001
             key = d.get('abbr')
         if key not in seen:

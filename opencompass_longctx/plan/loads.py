@@ -36,7 +36,7 @@ _SAMPLES: Dict = {}
 def sample_text(spec: BenchmarkSpec, d: Dict) -> Optional[str]:
     """Some of the text a dataset's prompts are made of, read cheaply by its spec without building the dataset;
     None when it is not at hand. Read once per process for all models."""
-    key = (spec.name,) + tuple(str(d.get(k)) for k in spec.sample_keys)
+    key = spec.text_key(d)
     if key not in _SAMPLES:
         try:
             _SAMPLES[key] = spec.sample_text(d)
@@ -54,7 +54,7 @@ def token_ratio(model_tok, spec: BenchmarkSpec, d: Dict) -> Optional[float]:
     if model_tok is None:
         return None
     data_name = spec.data_tokenizer(d)
-    key = (model_tok.fingerprint, spec.name, data_name) + tuple(str(d.get(k)) for k in spec.sample_keys)
+    key = (model_tok.fingerprint, data_name) + spec.text_key(d)
     if key not in _RATIOS:
         try:
             from opencompass_longctx.tokenizer.counting import get_tokenizer

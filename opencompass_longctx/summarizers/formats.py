@@ -8,10 +8,17 @@ import os
 from dataclasses import asdict
 from typing import Dict, List, Optional
 
+from opencompass_longctx.spec import all_specs
 from opencompass_longctx.stats.intervals import MIN_CLUSTERS
 from opencompass_longctx.summarizers.metrics import BOOTSTRAP
 from opencompass_longctx.summarizers.rows import BENCHMARKS
 from opencompass_longctx.util import plural
+
+
+def _units(report: dict) -> str:
+    """What 1k is in each benchmark of the report (its spec's ``units``)."""
+    return '; '.join(spec.units for spec in all_specs()
+                     if spec.units and any(b.name in report['references'] for b in spec.summary))
 
 
 def _legend(report: dict) -> List[str]:
@@ -23,8 +30,7 @@ def _legend(report: dict) -> List[str]:
         'How to read this table:',
         '- A tier column is the score (%) at that context length and its 95% confidence interval [lo, hi], always '
         'inside [0, 100] (asymmetric near 0 and 100). '
-        'A tier is a token budget: 1k = 1000 tokens for BABILong and NoLiMa (NoLiMa counts '
-        "in the model's own tokenizer), 1024 for LongBioBench; 250 and 500 are NoLiMa's short lengths.",
+        f'A tier is a token budget: {_units(report)}.',
         '- The intervals rest on how each benchmark\'s samples are related: where samples of a cell share text (a '
         'cluster), the interval is cluster-robust ("clustered": the bias-reduced CR2 variance over the clusters, '
         'a Wilson interval at its effective sample size, its critical value from a working model of the clusters), '

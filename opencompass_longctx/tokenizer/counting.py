@@ -451,4 +451,7 @@ def _get_tokenizer(name, twin: bool) -> Tokenizer:
     return _load_hf(name, twin)
 
 
-get_tokenizer.cache_clear = _get_tokenizer.cache_clear  # the tests (and long-lived callers) may reset it
+def forget_tokenizers() -> None:
+    """Drop the loaded tokenizers, so that the next :func:`get_tokenizer` loads its files again (the tests, and a
+    long-lived caller whose tokenizer files changed)."""
+    _get_tokenizer.cache_clear()

@@ -19,7 +19,9 @@ with read_base():
     from opencompass_longctx.tables.tier_table import TIERS
 MODEL_ROOT = os.environ.get('LONGCTX_MODEL_ROOT', 'models')
 TEMPLATE_MARGIN = 2048
-MAX_OUT_LEN = 192  # the longest generation of the three benchmarks (NoLiMa)
+# The most new tokens a benchmark's protocol gives an answer, over every benchmark (each declares its own: its
+# spec's answer_tokens; NoLiMa's 192 today). An import in a config is lazy; __import__ runs it now.
+MAX_OUT_LEN = __import__('opencompass_longctx.spec', fromlist=['longest_answer']).longest_answer()
 THINK_MARGIN = 2048  # a thinking model's trace (opencompass_longctx.reasoning: +1536 new tokens per benchmark)
 
 lmdeploy_longctx_models = [
