@@ -101,6 +101,7 @@ def _rgb(css):
     return tuple(int(x) for x in css[css.index('(') + 1:css.index(')')].split(',')[:3])
 
 
+@pytest.mark.browser
 def test_page_in_a_browser_colors_every_cell_by_its_score_and_fits_1400px(tmp_path):
     need_chromium()
     rep = make_report(tmp_path / 'run')
@@ -128,6 +129,8 @@ def test_page_in_a_browser_colors_every_cell_by_its_score_and_fits_1400px(tmp_pa
     assert partial and all('linear-gradient' in c['image'] for c in partial)   # the corner mark
 
 
+@pytest.mark.e2e
+@pytest.mark.browser
 def test_report_of_many_models_fits_the_window_and_the_screenshot_is_the_whole_page(tmp_path):
     """A finished run of 14 models (long and nasty abbrs), through longctx-report --screenshot: the page is no
     wider than 1400 px, and its picture is the whole document."""
@@ -159,6 +162,7 @@ def test_report_of_many_models_fits_the_window_and_the_screenshot_is_the_whole_p
         (tmp_path / 'found.json').write_text(json.dumps(found))
 
 
+@pytest.mark.browser
 @pytest.mark.parametrize('until', [None, 'leaderboard'])
 def test_screenshot_measures_before_it_shoots(tmp_path, until):
     need_chromium()
