@@ -22,12 +22,12 @@ accept them (``allow_unplaced=True`` in the summarizer config, ``--allow-unplace
 """
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from opencompass_longctx.spec import TIER_PATTERN, Bench, BenchmarkSpec, all_specs, spec_of
 from opencompass_longctx.tiers import TierError, canonical_tier
-from opencompass_longctx.summarizers.rows import BENCHMARKS
+from opencompass_longctx.leaderboard.benchmarks import BENCHMARKS
 ALLOW_ENV = 'LONGCTX_ALLOW_UNPLACED'
 
 
@@ -40,10 +40,17 @@ class Unplaced:
     run: str = ''         # the run directory, where several are read (longctx-report)
     with_result: Tuple[str, ...] = ()   # the models that have a result file of it (checked when told how)
     no_result: bool = False             # True: checked, and no model has one (it is listed as failed or missing)
+    accepted_by_run: Optional[bool] = None   # longctx-report: whether its run's summarizer accepts it (allow_unplaced)
 
     def line(self) -> str:
         return ((f'{self.run}: ' if self.run else '') + f'{self.dataset} ({self.benchmark}): {self.reason}'
                 + (' (no result: it is listed under "Failed or missing" too)' if self.no_result else ''))
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        if self.accepted_by_run is None:
+            del out['accepted_by_run']
+        return out
 
 
 def stopping(found: Sequence[Unplaced]) -> List[Unplaced]:

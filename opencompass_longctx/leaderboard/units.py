@@ -11,7 +11,7 @@ lie in [0, 100].
 The effective length's interval resamples whole clusters (the same cluster at every tier and dataset of the
 benchmark draws together, so a story or needle entry that is hard everywhere moves every tier at once), recomputes
 every tier's score and the base score from the resample, then the effective length, and reports the 2.5% and
-97.5% quantiles (:func:`..metrics.effective_interval`), widened to hold the point itself. A unit without clusters (a
+97.5% quantiles (:func:`opencompass_longctx.stats.effective.effective_interval`), widened to hold the point itself. A unit without clusters (a
 benchmark that declares its samples independent, or results that do not name the clusters) is resampled on its
 own, binomially.
 """
@@ -23,7 +23,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from opencompass_longctx.stats.intervals import Bounds, ClusterTable, binomial_interval, clustered_interval
-from opencompass_longctx.summarizers.metrics import BOOT_SEED, BOOTSTRAP, effective_interval
+from opencompass_longctx.stats.effective import BOOT_SEED, BOOTSTRAP
 HEADLINE_KEY = {'citation': 'citation_hit', 'answer': 'answer_hit'}
 
 
@@ -224,36 +224,24 @@ def paper_base_by_cluster(bench, details_by_task: Sequence[Tuple[str, List[dict]
     return (values, weights) if abs(mixed - whole) < 1e-6 else None
 
 
-def effective_intervals(rr, tiers: Sequence[str], sampler: Resampler, base_tiers: Sequence[str],
-                        paper_base: Optional[Tuple[Dict[str, float], Dict[str, float]]], ratio: float) -> None:
-    """Put the 95% interval of each effective length into ``rr.effective[kind]['interval']`` ([lo, hi] tier names,
-    '<first' when the first tier fails), from the resampled tier scores and base score of the row ``rr``."""
+def resampled_scores(sampler: Resampler, cells: Dict[str, object], tiers: Sequence[str]) -> np.ndarray:
+    """The resampled score of each tier of a row (``BOOTSTRAP`` x tiers; NaN where the row has no scored cell with
+    units)."""
     reps = np.full((sampler.b, len(tiers)), np.nan)
     for j, t in enumerate(tiers):
-        c = rr.cells.get(t)
+        c = cells.get(t)
         if c is not None and c.status == 'ok' and c.units:
             reps[:, j] = sampler.cell(c.units)
-    eff_n = rr.effective.get('nolima', {})
-    if eff_n.get('threshold') is not None:
-        base = sampler.clusters_weighted(*paper_base) if paper_base else None
-        if base is None and not paper_base:
-            cols = [j for j, t in enumerate(tiers) if t in base_tiers and not np.isnan(reps[:, j]).all()]
-            base = np.nanmax(reps[:, cols], axis=1) if cols else None
-        thr = ratio * (base if base is not None else eff_n['base'])
-        eff_n['interval'] = holding_point(effective_interval(reps, tiers, thr), eff_n.get('contiguous'), tiers)
-    eff_r = rr.effective.get('ruler', {})
-    if eff_r.get('threshold') is not None:
-        eff_r['interval'] = holding_point(effective_interval(reps, tiers, eff_r['threshold']), eff_r.get('contiguous'),
-                                          tiers)
+    return reps
 
 
-def holding_point(interval: Optional[List[str]], point: Optional[str], tiers: Sequence[str]) -> Optional[List[str]]:
-    """The effective length's interval widened, where the resamples left it out, to hold the point itself (the
-    percentile interval of a step function can miss its own point when the point sits at a rare resample value)."""
-    if not interval or point is None:
-        return interval
-    order = [f'<{tiers[0]}'] + list(tiers)
-    if point not in order or interval[0] not in order or interval[1] not in order:
-        return interval
-    at = order.index
-    return [order[min(at(interval[0]), at(point))], order[max(at(interval[1]), at(point))]]
+def resampled_base(sampler: Resampler, reps: np.ndarray, tiers: Sequence[str], base_tiers: Sequence[str],
+                   paper_base: Optional[Tuple[Dict[str, float], Dict[str, float]]], base: float):
+    """The base score on each resample: the benchmark's own base recomputed from the resampled clusters
+    (``paper_base``: :func:`paper_base_by_cluster`), else the best resampled score at the base tiers; the base
+    itself (fixed) where neither can be resampled."""
+    resampled = sampler.clusters_weighted(*paper_base) if paper_base else None
+    if resampled is None and not paper_base:
+        cols = [j for j, t in enumerate(tiers) if t in base_tiers and not np.isnan(reps[:, j]).all()]
+        resampled = np.nanmax(reps[:, cols], axis=1) if cols else None
+    return resampled if resampled is not None else base
