@@ -93,12 +93,6 @@ def _args(argv):
     return args
 
 
-def _write(path: str, text: str) -> str:
-    with open(path, 'w', encoding='utf-8') as f:
-        f.write(text)
-    return path
-
-
 def parse_rename(text: str):
     """``RUN=NEWABBR`` or ``RUN:OLDABBR=NEWABBR``: (run directory, old abbr or None, new abbr)."""
     where, eq, new = text.rpartition('=')
@@ -140,11 +134,11 @@ def run_report(args) -> dict:
     # every pair on every row up to FULL_TABLE_UP_TO models; above, the comparisons the ranks rest on
     table = comparer.table(pairs) if args.compare or len(models) <= FULL_TABLE_UP_TO else comparer.ranked_table()
     if pairs:
-        paths['compare'] = comparison.write(table, board, args.rank_by, out)
+        paths['compare'] = comparison.write_comparison(table, board, args.rank_by, out)
         print(comparison.to_markdown(table, board, args.rank_by))
     if not args.no_html:
-        paths['html'] = _write(os.path.join(out, 'longctx_leaderboard.html'),
-                               html.page(report, table, board, paths.get('plots') or [], args.rank_by))
+        paths['html'] = html.write_page(report, table, board, paths.get('plots') or [], args.rank_by,
+                                        os.path.join(out, 'longctx_leaderboard.html'))
         if args.screenshot:
             paths['screenshot'] = html.screenshot(paths['html'], os.path.join(out, 'longctx_leaderboard.png'))
     print(f'written: {paths}')

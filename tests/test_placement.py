@@ -15,7 +15,8 @@ from conftest import run_opencompass
 from report_runs import report_cli
 
 from opencompass_longctx.leaderboard.placement import (ALLOW_ENV, Unplaced, allow_unplaced_enabled, benchmark_spec,
-                                                       exit_message, section, stopping, unplaced)
+                                                       exit_message, stopping, unplaced)
+from opencompass_longctx.writers.formats import unplaced_section as section
 
 BABILONG = 'opencompass_longctx.babilong.dataset.BabilongDataset'
 LONGBIO = 'opencompass_longctx.longbio.dataset.LongBioDataset'

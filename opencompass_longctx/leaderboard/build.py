@@ -19,18 +19,15 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from opencompass_longctx import __version__
 from opencompass_longctx.tiers import parse_tier, sort_tiers
-from opencompass_longctx.stats.effective import (NOLIMA_RATIO, RULER_THRESHOLD, effective_interval, effective_length,
-                                                 holding_point, nolima_threshold)
-from opencompass_longctx.stats.intervals import binomial_interval
+from opencompass_longctx.stats.effective import NOLIMA_RATIO, RULER_THRESHOLD
 from opencompass_longctx.leaderboard.benchmarks import BENCHMARKS, Bench, classify
 from opencompass_longctx.leaderboard.caveats import mark_caveats
 from opencompass_longctx.leaderboard.failures import Failure, find_failures, incomplete_reason
 from opencompass_longctx.leaderboard.placement import Unplaced
 from opencompass_longctx.leaderboard.results import Results, checked_reader, first, number
-from opencompass_longctx.leaderboard.tier_report import (NOLIMA, RULER, BenchResult, Cell, Effective, MergeRecord,
-                                                        RowResult, TierReport)
-from opencompass_longctx.leaderboard.units import (Resampler, Unit, cell_interval, combine, detail_value, make_unit,
-                                                  paper_base_by_cluster, resampled_base, resampled_scores)
+from opencompass_longctx.leaderboard.tier_report import BenchResult, Cell, MergeRecord, RowResult, TierReport
+from opencompass_longctx.leaderboard.units import (Resampler, Unit, detail_value, independent_cell, make_unit, mean_cell,
+                                                  paper_base_by_cluster, row_effective, unit_cell)
 _DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
 DEPTH_BINS = 10
 INCOMPARABLE = '‡'
@@ -58,20 +55,6 @@ def load_aliases(extra: Optional[Dict[str, Dict[str, str]]] = None) -> Dict[str,
     return aliases
 
 
-def _interval(found) -> dict:
-    """A cell's interval fields from (bounds or None, clusters, method)."""
-    bounds, clusters, method = found
-    return dict(ci_lo=None if bounds is None else bounds.lo, ci_hi=None if bounds is None else bounds.hi,
-                clusters=clusters, ci_method=method)
-
-
-def _unit_cell(data: Dict[str, Unit], key: str, unit: Unit, **fields) -> Cell:
-    """The cell read from one dataset unit, registered in ``data`` (for its interval and the resampling)."""
-    data[key] = unit
-    units = {key: 1.0}
-    return Cell(units=units, **fields, **_interval(cell_interval(fields['score'], units, data)))
-
-
 def detail_cell(res: Optional[dict], key: str, value: str, bench: Optional[Bench] = None, task: str = '',
                 data: Optional[Dict[str, Unit]] = None, unit_key: str = '') -> Cell:
     """Accuracy over the per-sample details whose ``key`` equals ``value`` (over-length ones left out)."""
@@ -83,8 +66,8 @@ def detail_cell(res: Optional[dict], key: str, value: str, bench: Optional[Bench
         return Cell(status='missing', reason=f'no sample with {key}={value}')
     mean, n = 100.0 * sum(hits) / len(hits), len(hits)
     if data is None or bench is None:
-        return Cell(score=mean, n=n, **_interval((binomial_interval([(1.0, mean / 100, n)]), n, 'wilson')))
-    return _unit_cell(data, f'{unit_key}|{key}={value}', make_unit(bench, res, task, mean, n, keep=(key, value)),
+        return independent_cell(mean, n)
+    return unit_cell(data, f'{unit_key}|{key}={value}', make_unit(bench, res, task, mean, n, keep=(key, value)),
                       score=mean, n=n)
 
 
@@ -146,7 +129,7 @@ def task_cell(bench: Bench, res: Optional[dict], tier: str, model: ModelInfo, no
     unit = make_unit(bench, res, task, score, n - over)
     if unit.note:
         notes.append(f'{model.abbr}/{abbr}: interval: {unit.note}')
-    return _unit_cell(data, f'{tier}|{abbr}', unit, score=score, n=n - over, reason=reason)
+    return unit_cell(data, f'{tier}|{abbr}', unit, score=score, n=n - over, reason=reason)
 
 
 def _bad_status(cells: Sequence[Cell]) -> str:
@@ -171,21 +154,7 @@ def row_cell(row_tasks: Sequence[str], cells: Dict[str, Cell], partial_ok: bool 
         return Cell(status=status, reason='; '.join(cells[t].reason if status == 'missing' else
                                                     f'{t}: {cells[t].reason}' for t in bad
                                                     if cells[t].status == status))
-    return _mean_cell([cells[t] for t in row_tasks], row_tasks, data, cells_used=len(row_tasks), cells_total=total)
-
-
-def _mean_cell(parts: Sequence[Cell], names: Sequence[str], data: Optional[Dict[str, Unit]], **counts) -> Cell:
-    """The mean of scored cells with its interval: from their units when every part has them (:mod:`.units`),
-    else the Wilson interval of independent parts."""
-    k = len(parts)
-    score, n = sum(c.score for c in parts) / k, sum(c.n for c in parts)
-    tasks = {name: c.score for name, c in zip(names, parts)}
-    if data is not None and parts and all(c.units for c in parts):
-        units = combine([c.units for c in parts])
-        return Cell(score=score, n=n, tasks=tasks, units=units, **counts,
-                    **_interval(cell_interval(score, units, data)))
-    return Cell(score=score, n=n, tasks=tasks, **counts,
-                **_interval((binomial_interval([(1 / k, c.score / 100, c.n) for c in parts]), n, 'wilson')))
+    return mean_cell([cells[t] for t in row_tasks], row_tasks, data, cells_used=len(row_tasks), cells_total=total)
 
 
 def rows_mean_cell(parts: Sequence[Cell], names: Sequence[str], data: Optional[Dict[str, Unit]] = None) -> Cell:
@@ -193,8 +162,8 @@ def rows_mean_cell(parts: Sequence[Cell], names: Sequence[str], data: Optional[D
     bad = [(n, c) for n, c in zip(names, parts) if c.status != 'ok']
     if bad:
         return Cell(status=_bad_status([c for _, c in bad]), reason='; '.join(f'{n}: {c.reason}' for n, c in bad))
-    return _mean_cell(parts, names, data, cells_used=sum(c.cells_used for c in parts),
-                      cells_total=sum(c.cells_total for c in parts))
+    return mean_cell(parts, names, data, cells_used=sum(c.cells_used for c in parts),
+                     cells_total=sum(c.cells_total for c in parts))
 
 
 def row_task_names(bench: Bench, row) -> Tuple[str, ...]:
@@ -225,7 +194,7 @@ def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
     """
     found = classify(abbrs, all_abbrs=True)
     results = results or Results(work_dir)
-    result = checked_reader(results, abbrs)
+    result = checked_reader(results, found)
     if failures is None:
         failures = find_failures(work_dir, expected, result) if expected is not None else []
     refs = {b.name: load_references(b.name) for b in BENCHMARKS if b.name in found}
@@ -370,7 +339,6 @@ def _row_result(t: _Table, mb: _ModelBench, row, cells: Dict[str, Cell], row_tas
     """A row's result: its cells, mean, base score, the NoLiMa and RULER effective lengths and their intervals."""
     bench, tiers, mine = mb.bench, mb.tiers, mb.mine
     ok = [c.score for c in cells.values() if c.status == 'ok']
-    series = [(tier, cells[tier].score if cells[tier].status == 'ok' else None) for tier in tiers]
     base_scores = [cells[tier].score for tier in bench.base_tiers if tier in cells and cells[tier].status == 'ok']
     base = max(base_scores) if base_scores else None
     by_cluster = None
@@ -383,22 +351,11 @@ def _row_result(t: _Table, mb: _ModelBench, row, cells: Dict[str, Cell], row_tas
             by_cluster = paper_base_by_cluster(
                 bench, [(row.tasks[0], (t.result(mb.model.abbr, a) or {}).get('details') or [])
                         for a in base_abbrs], bench.paper_base) or ({}, {})
-    thr = nolima_threshold(base, t.nolima_ratio)
-    nolima = effective_length(series, thr) if thr is not None else {'contiguous': None, 'raw': None}
-    ruler = effective_length(series, t.ruler_threshold)
-    # the intervals: every tier's score (and the base) on the same resamples of the benchmark's clusters
-    reps = resampled_scores(sampler, cells, tiers)
-    nolima_interval = None
-    if thr is not None:
-        base_reps = resampled_base(sampler, reps, tiers, bench.base_tiers, by_cluster, base)
-        nolima_interval = holding_point(effective_interval(reps, tiers, t.nolima_ratio * base_reps),
-                                        nolima['contiguous'], tiers)
-    ruler_interval = holding_point(effective_interval(reps, tiers, t.ruler_threshold), ruler['contiguous'], tiers)
     return RowResult(mb.model.abbr, bench.name, row.name, cells,
                      mean=sum(ok) / len(ok) if ok else None,
                      mean_note='' if len(ok) == len([c for c in cells.values() if c.status != 'n/a'])
                      else 'over the tiers with results',
-                     effective={NOLIMA: Effective(**nolima, threshold=thr, base=base, interval=nolima_interval),
-                                RULER: Effective(**ruler, threshold=t.ruler_threshold, interval=ruler_interval)},
+                     effective=row_effective(cells, tiers, sampler, bench.base_tiers, base, by_cluster, t.nolima_ratio,
+                                             t.ruler_threshold),
                      published_name=published_name, published=published,
                      datasets={tier: {k: a for k, a in mine[tier].items() if k in row_tasks} for tier in tiers})

@@ -1,5 +1,6 @@
 """One leaderboard from several OpenCompass work directories (different models, days or clusters): each
-(model, dataset) read from the run the merge chooses (:mod:`.runs` reads each run and fingerprints its results).
+(model, dataset) read from the run the merge chooses (:mod:`.runs` reads each run, names each model once and
+fingerprints its results).
 
 A model is one model by its identity (:mod:`.identity`: every setting of its config that decides its answers, and
 its weights: the fingerprint its run recorded, else its full path), not by its abbr: two runs with the same abbr and
@@ -23,10 +24,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from opencompass_longctx.leaderboard.build import ModelInfo, build
 from opencompass_longctx.leaderboard.benchmarks import classify
 from opencompass_longctx.leaderboard.failures import Failure, find_failures
-from opencompass_longctx.leaderboard.identity import compare as compare_identities, labels, moved
 from opencompass_longctx.leaderboard.results import Results, checked_reader
-from opencompass_longctx.leaderboard.runs import (Fingerprint, ReportInputError, Run, find_run, load_run,
-                                                 per_model_copy, run_unplaced)
+from opencompass_longctx.leaderboard.runs import Fingerprint, ReportInputError, Run, load_runs, per_model_copy, run_unplaced
 from opencompass_longctx.leaderboard.tier_report import MergeRecord, ResultPrint, TierReport
 from opencompass_longctx.util import plural
 
@@ -87,60 +86,10 @@ def _unreadable(run: Run, model: str, abbr: str) -> Optional[str]:
     return fp.problem if fp is not None else None
 
 
-def _keep_apart(runs: Sequence[Run], notes: List[str]) -> None:
-    """Each model abbr that names different models in different runs (their identities differ: :mod:`.identity`)
-    becomes one row per model, shown as ``<abbr> [<label>]`` (:func:`.identity.labels`: the shortest distinguishing
-    part of their paths, else a setting), with a note of why they were kept apart. Runs of one model keep the abbr."""
-    seen: Dict[str, List[Tuple[dict, List[Run]]]] = {}
-    for run in runs:
-        for abbr in run.model_cfgs:
-            ident = run.identity(abbr)
-            classes = seen.setdefault(abbr, [])
-            for first, members in classes:
-                diff, unshared = compare_identities(first, ident)
-                if diff:
-                    continue
-                if unshared:
-                    notes.append(f'{abbr}: the same model in {members[0].path} and {run.path}, compared on the settings '
-                                 f'both configs have ({", ".join(unshared)} only in one of them: not compared)')
-                notes += [f'{abbr}: one model in {members[0].path} and {run.path}: {m}' for m in moved(first, ident)]
-                members.append(run)
-                break
-            else:
-                classes.append((ident, [run]))
-    for abbr, classes in seen.items():
-        if len(classes) < 2:
-            continue
-        shown = [f'{abbr} [{label}]' for label in labels([ident for ident, _ in classes])]
-        for (_, members), new in zip(classes, shown):
-            for run in members:
-                run.rename(abbr, new)
-        first = classes[0][0]
-        why = '; '.join(f'{new!r} from {", ".join(r.path for r in members)}' for (_, members), new in zip(classes, shown))
-        diffs = '; '.join(f'{shown[0]!r} / {new!r}: ' + _listed(compare_identities(first, ident)[0])
-                          for (ident, _), new in zip(classes[1:], shown[1:]))
-        notes.append(f'{abbr!r} names {len(classes)} different models, kept apart as {why} (the settings or weights '
-                     f'that differ, as `field: first / second`: {diffs}); `--as RUN=NEWABBR` names them otherwise')
-
-
-def _listed(texts: Sequence[str], most: int = 8) -> str:
-    return ', '.join(texts[:most]) + (f' (and {len(texts) - most} more)' if len(texts) > most else '')
-
-
 def merge(paths: Sequence[str], renames: Sequence[Tuple[str, Optional[str], str]] = ()) -> Merged:
     """Read the runs and choose, for every (model, dataset), the run whose result the table shows.
     ``renames``: (run directory, model abbr or None for the run's only model, the name to show it under)."""
-    runs, seen, notes = [], {}, []
-    for p in paths:
-        run = load_run(p)
-        real = os.path.realpath(run.path)
-        if real in seen:
-            notes.append(f'{run.path} was given twice (as {seen[real]} and {p}): read once')
-            continue
-        seen[real] = p
-        runs.append(run)
-    _apply_renames(runs, renames, notes)
-    _keep_apart(runs, notes)
+    runs, notes = load_runs(paths, renames)
     candidates: Dict[Tuple[str, str], List[Run]] = {}
     for run in runs:
         for pair in run.expected:
@@ -187,7 +136,7 @@ def merge(paths: Sequence[str], renames: Sequence[Tuple[str, Optional[str], str]
     abbrs = list(dict.fromkeys(a for run in runs for a in run.abbrs))
     expected = list(candidates)
     results = MergedResults(chosen, unreadable)
-    checked = checked_reader(results, abbrs)
+    checked = checked_reader(results, classify(abbrs, all_abbrs=True))
     failures = []
     for run in runs:
         shown = {run.on_disk(m): m for m in run.model_cfgs}
@@ -197,26 +146,6 @@ def merge(paths: Sequence[str], renames: Sequence[Tuple[str, Optional[str], str]
             failures += [replace(f, model=shown[f.model]) for f in found]
     return Merged(runs, [models[a] for a in order], abbrs, expected, results, failures, notes,
                   column_marks(chosen, abbrs), [cfgs[a] for a in order], [idents[a] for a in order])
-
-
-def _apply_renames(runs: Sequence[Run], renames: Sequence[Tuple[str, Optional[str], str]], notes: List[str]) -> None:
-    by_path = {os.path.realpath(r.path): r for r in runs}
-    for where, old, new in renames:
-        try:
-            run = by_path.get(os.path.realpath(find_run(where)))
-        except ReportInputError:
-            run = None
-        if run is None:
-            raise ReportInputError(f'--as {where}={new}: {where!r} is not one of the runs given '
-                                   f'({", ".join(r.path for r in runs)})')
-        if old is None:
-            if len(run.model_cfgs) != 1:
-                raise ReportInputError(f'--as {where}={new}: the run has {len(run.model_cfgs)} models '
-                                       f'({", ".join(map(repr, run.model_cfgs))}): name the one to rename, '
-                                       f'--as {where}:OLDABBR={new}')
-            (old,) = run.model_cfgs
-        run.rename(old, new)
-        notes.append(f'{run.path}: its model {old!r} is shown as {new!r} (--as)')
 
 
 def _signature(run: Run, model: str, abbr: str) -> Optional[Tuple]:

@@ -194,16 +194,6 @@ def unplaced(datasets: Sequence[dict], pairs: Optional[Sequence[Tuple[str, str]]
     return out
 
 
-def section(found: Sequence[Unplaced]) -> str:
-    """The markdown section that lists them (empty when there are none)."""
-    if not found:
-        return ''
-    head = (f'Not in the tier table ({len(found)} dataset(s) of the run that no cell reads; their scores are only in '
-            "OpenCompass's own summary):")
-    return '\n'.join(['', head] + [f'- {u.line()}' for u in found]) + '\n'
-
-
-
 def exit_message(found: Sequence[Unplaced], where_written: str) -> str:
     """What the non-zero exit says: every unplaced dataset and the three ways out."""
     return (f'{len(found)} dataset(s) of the run cannot be placed in the tier table ({where_written}): no cell reads '

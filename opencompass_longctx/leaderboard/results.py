@@ -3,9 +3,9 @@ cell of the tier report reads it (no OpenCompass import)."""
 import json
 import math
 import os
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, Optional, Tuple
 
-from opencompass_longctx.leaderboard.benchmarks import bench_by_name, classify
+from opencompass_longctx.leaderboard.benchmarks import bench_by_name
 from opencompass_longctx.leaderboard.units import nonfinite_sample
 
 
@@ -75,10 +75,10 @@ class Results:
         return self._memo[(model, abbr)]
 
 
-def checked_reader(results: Results, abbrs: Sequence[str]):
+def checked_reader(results: Results, found: Dict):
     """``result(model, abbr)``: the parsed result, or an ``{'error': ...}`` entry when it is one of the table's own
-    and cannot make a cell (``table_problem``); each file checked once."""
-    found = classify(abbrs, all_abbrs=True)
+    (``found``: the run's datasets by benchmark, tier and task, :func:`.benchmarks.classify`) and cannot make a cell
+    (``table_problem``); each file checked once."""
     bench_of = {a: bench_by_name(b) for b, by_tier in found.items() for t in by_tier.values() for c in t.values()
                 for a in c}
     checked: Dict[Tuple[str, str], Optional[dict]] = {}

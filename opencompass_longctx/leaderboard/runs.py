@@ -22,11 +22,12 @@ import json
 import os
 import re
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from opencompass_longctx.errors import LongCtxError
 from opencompass_longctx.leaderboard.build import ModelInfo
-from opencompass_longctx.leaderboard.identity import init_defaults as _init_defaults, model_identity
+from opencompass_longctx.leaderboard.identity import (compare as compare_identities, init_defaults as _init_defaults,
+                                                     labels, model_identity, moved)
 from opencompass_longctx.leaderboard.results import Results
 from opencompass_longctx.util import plural
 from opencompass_longctx.weights import read_recorded
@@ -148,6 +149,85 @@ def load_run(work_dir: str) -> Run:
                                f'{os.path.join(path, "logs")}); finish it with `opencompass <config> -r '
                                + os.path.basename(path) + '` first')
     return run
+
+
+def load_runs(paths: Sequence[str], renames: Sequence[Tuple[str, Optional[str], str]] = ()) \
+        -> Tuple[List[Run], List[str]]:
+    """The runs (each read once, however often it is given), with ``renames`` applied (run directory, model abbr or
+    None for the run's only model, the name to show it under) and each model named once (:func:`_keep_apart`); and
+    the notes that say what was done."""
+    runs, seen, notes = [], {}, []
+    for p in paths:
+        run = load_run(p)
+        real = os.path.realpath(run.path)
+        if real in seen:
+            notes.append(f'{run.path} was given twice (as {seen[real]} and {p}): read once')
+            continue
+        seen[real] = p
+        runs.append(run)
+    _apply_renames(runs, renames, notes)
+    _keep_apart(runs, notes)
+    return runs, notes
+
+
+def _apply_renames(runs: Sequence[Run], renames: Sequence[Tuple[str, Optional[str], str]], notes: List[str]) -> None:
+    by_path = {os.path.realpath(r.path): r for r in runs}
+    for where, old, new in renames:
+        try:
+            run = by_path.get(os.path.realpath(find_run(where)))
+        except ReportInputError:
+            run = None
+        if run is None:
+            raise ReportInputError(f'--as {where}={new}: {where!r} is not one of the runs given '
+                                   f'({", ".join(r.path for r in runs)})')
+        if old is None:
+            if len(run.model_cfgs) != 1:
+                raise ReportInputError(f'--as {where}={new}: the run has {len(run.model_cfgs)} models '
+                                       f'({", ".join(map(repr, run.model_cfgs))}): name the one to rename, '
+                                       f'--as {where}:OLDABBR={new}')
+            (old,) = run.model_cfgs
+        run.rename(old, new)
+        notes.append(f'{run.path}: its model {old!r} is shown as {new!r} (--as)')
+
+
+def _keep_apart(runs: Sequence[Run], notes: List[str]) -> None:
+    """Each model abbr that names different models in different runs (their identities differ: :mod:`.identity`)
+    becomes one row per model, shown as ``<abbr> [<label>]`` (:func:`.identity.labels`: the shortest distinguishing
+    part of their paths, else a setting), with a note of why they were kept apart. Runs of one model keep the abbr."""
+    seen: Dict[str, List[Tuple[dict, List[Run]]]] = {}
+    for run in runs:
+        for abbr in run.model_cfgs:
+            ident = run.identity(abbr)
+            classes = seen.setdefault(abbr, [])
+            for first, members in classes:
+                diff, unshared = compare_identities(first, ident)
+                if diff:
+                    continue
+                if unshared:
+                    notes.append(f'{abbr}: the same model in {members[0].path} and {run.path}, compared on the settings '
+                                 f'both configs have ({", ".join(unshared)} only in one of them: not compared)')
+                notes += [f'{abbr}: one model in {members[0].path} and {run.path}: {m}' for m in moved(first, ident)]
+                members.append(run)
+                break
+            else:
+                classes.append((ident, [run]))
+    for abbr, classes in seen.items():
+        if len(classes) < 2:
+            continue
+        shown = [f'{abbr} [{label}]' for label in labels([ident for ident, _ in classes])]
+        for (_, members), new in zip(classes, shown):
+            for run in members:
+                run.rename(abbr, new)
+        first = classes[0][0]
+        why = '; '.join(f'{new!r} from {", ".join(r.path for r in members)}' for (_, members), new in zip(classes, shown))
+        diffs = '; '.join(f'{shown[0]!r} / {new!r}: ' + _listed(compare_identities(first, ident)[0])
+                          for (ident, _), new in zip(classes[1:], shown[1:]))
+        notes.append(f'{abbr!r} names {len(classes)} different models, kept apart as {why} (the settings or weights '
+                     f'that differ, as `field: first / second`: {diffs}); `--as RUN=NEWABBR` names them otherwise')
+
+
+def _listed(texts: Sequence[str], most: int = 8) -> str:
+    return ', '.join(texts[:most]) + (f' (and {len(texts) - most} more)' if len(texts) > most else '')
 
 
 def read_config(path: str):

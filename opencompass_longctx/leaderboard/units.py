@@ -1,4 +1,5 @@
-"""The tier table's uncertainty: intervals that rest on the benchmark's clusters, and effective-length intervals.
+"""The tier report's uncertainty: each cell made with the interval of the dataset units it is the mean of, and each
+row's effective lengths with their intervals, from resamples of the benchmark's clusters.
 
 Each benchmark says how its samples are related (``Bench.cluster_keys``, :mod:`opencompass_longctx.spec`). From a
 result's per-sample details this module makes, per dataset (or split of one), its :class:`Unit`: the scored samples
@@ -22,8 +23,10 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from opencompass_longctx.leaderboard.tier_report import NOLIMA, RULER, Cell, Effective
+from opencompass_longctx.stats.effective import (BOOT_SEED, BOOTSTRAP, effective_interval, effective_length,
+                                                 holding_point, nolima_threshold)
 from opencompass_longctx.stats.intervals import Bounds, ClusterTable, binomial_interval, clustered_interval
-from opencompass_longctx.stats.effective import BOOT_SEED, BOOTSTRAP
 HEADLINE_KEY = {'citation': 'citation_hit', 'answer': 'answer_hit'}
 
 
@@ -224,24 +227,64 @@ def paper_base_by_cluster(bench, details_by_task: Sequence[Tuple[str, List[dict]
     return (values, weights) if abs(mixed - whole) < 1e-6 else None
 
 
-def resampled_scores(sampler: Resampler, cells: Dict[str, object], tiers: Sequence[str]) -> np.ndarray:
-    """The resampled score of each tier of a row (``BOOTSTRAP`` x tiers; NaN where the row has no scored cell with
-    units)."""
+# ---------------------------------------------------------------------------------------------- cells and rows
+def _interval(found: Tuple[Optional[Bounds], int, str]) -> dict:
+    """A cell's interval fields from (bounds or None, clusters, method)."""
+    bounds, clusters, method = found
+    return dict(ci_lo=None if bounds is None else bounds.lo, ci_hi=None if bounds is None else bounds.hi,
+                clusters=clusters, ci_method=method)
+
+
+def independent_cell(score: float, n: int, **fields) -> Cell:
+    """A cell of ``n`` independent samples: the Wilson interval of its score."""
+    return Cell(score=score, n=n, **fields, **_interval((binomial_interval([(1.0, score / 100, n)]), n, 'wilson')))
+
+
+def unit_cell(data: Dict[str, Unit], key: str, unit: Unit, **fields) -> Cell:
+    """The cell read from one dataset unit, registered in ``data`` (for its interval and the resampling)."""
+    data[key] = unit
+    units = {key: 1.0}
+    return Cell(units=units, **fields, **_interval(cell_interval(fields['score'], units, data)))
+
+
+def mean_cell(parts: Sequence[Cell], names: Sequence[str], data: Optional[Dict[str, Unit]], **counts) -> Cell:
+    """The mean of scored cells with its interval: from their units when every part has them, else the Wilson
+    interval of independent parts."""
+    k = len(parts)
+    score, n = sum(c.score for c in parts) / k, sum(c.n for c in parts)
+    tasks = {name: c.score for name, c in zip(names, parts)}
+    if data is not None and parts and all(c.units for c in parts):
+        units = combine([c.units for c in parts])
+        return Cell(score=score, n=n, tasks=tasks, units=units, **counts,
+                    **_interval(cell_interval(score, units, data)))
+    return Cell(score=score, n=n, tasks=tasks, **counts,
+                **_interval((binomial_interval([(1 / k, c.score / 100, c.n) for c in parts]), n, 'wilson')))
+
+
+def row_effective(cells: Dict[str, Cell], tiers: Sequence[str], sampler: Resampler, base_tiers: Sequence[str],
+                  base: Optional[float], by_cluster: Optional[Tuple[Dict[str, float], Dict[str, float]]],
+                  nolima_ratio: float, ruler_threshold: float) -> Dict[str, Effective]:
+    """A row's two effective lengths over its tiers' cells (NoLiMa's: ``nolima_ratio`` of ``base``; RULER's: a fixed
+    threshold), each with its 95% interval: every tier's score, and the base (its benchmark's own, per cluster in
+    ``by_cluster``, else the best at the base tiers), recomputed on the same resamples of the clusters."""
+    series = [(tier, cells[tier].score if cells[tier].status == 'ok' else None) for tier in tiers]
+    thr = nolima_threshold(base, nolima_ratio)
+    nolima = effective_length(series, thr) if thr is not None else {'contiguous': None, 'raw': None}
+    ruler = effective_length(series, ruler_threshold)
     reps = np.full((sampler.b, len(tiers)), np.nan)
     for j, t in enumerate(tiers):
         c = cells.get(t)
         if c is not None and c.status == 'ok' and c.units:
             reps[:, j] = sampler.cell(c.units)
-    return reps
-
-
-def resampled_base(sampler: Resampler, reps: np.ndarray, tiers: Sequence[str], base_tiers: Sequence[str],
-                   paper_base: Optional[Tuple[Dict[str, float], Dict[str, float]]], base: float):
-    """The base score on each resample: the benchmark's own base recomputed from the resampled clusters
-    (``paper_base``: :func:`paper_base_by_cluster`), else the best resampled score at the base tiers; the base
-    itself (fixed) where neither can be resampled."""
-    resampled = sampler.clusters_weighted(*paper_base) if paper_base else None
-    if resampled is None and not paper_base:
-        cols = [j for j, t in enumerate(tiers) if t in base_tiers and not np.isnan(reps[:, j]).all()]
-        resampled = np.nanmax(reps[:, cols], axis=1) if cols else None
-    return resampled if resampled is not None else base
+    nolima_interval = None
+    if thr is not None:
+        resampled = sampler.clusters_weighted(*by_cluster) if by_cluster else None
+        if resampled is None and not by_cluster:
+            cols = [j for j, t in enumerate(tiers) if t in base_tiers and not np.isnan(reps[:, j]).all()]
+            resampled = np.nanmax(reps[:, cols], axis=1) if cols else None
+        nolima_interval = holding_point(
+            effective_interval(reps, tiers, nolima_ratio * (resampled if resampled is not None else base)),
+            nolima['contiguous'], tiers)
+    ruler_interval = holding_point(effective_interval(reps, tiers, ruler_threshold), ruler['contiguous'], tiers)
+    return {NOLIMA: Effective(**nolima, threshold=thr, base=base, interval=nolima_interval),
+            RULER: Effective(**ruler, threshold=ruler_threshold, interval=ruler_interval)}

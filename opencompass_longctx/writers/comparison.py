@@ -107,7 +107,7 @@ def to_json(table: Sequence[Paired], board: Sequence[dict], rank_by: str = 'scor
     return json.dumps({'method': method, 'paired': rows, 'leaderboard': list(board)}, indent=1, sort_keys=True)
 
 
-def write(table: Sequence[Paired], board: Sequence[dict], rank_by: str, out_dir: str) -> Dict[str, str]:
+def write_comparison(table: Sequence[Paired], board: Sequence[dict], rank_by: str, out_dir: str) -> Dict[str, str]:
     """``longctx_compare.{md,csv,json}`` in ``out_dir``; their paths."""
     paths = {}
     for ext, text in (('md', to_markdown(table, board, rank_by)), ('csv', to_csv(table)),

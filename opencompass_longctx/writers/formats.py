@@ -5,10 +5,10 @@ import csv
 import io
 import json
 import os
-from typing import Collection, Dict, List, Optional
+from typing import Collection, Dict, List, Optional, Sequence
 
 from opencompass_longctx.leaderboard.benchmarks import BENCHMARKS
-from opencompass_longctx.leaderboard.placement import section
+from opencompass_longctx.leaderboard.placement import Unplaced
 from opencompass_longctx.leaderboard.tier_report import NOLIMA, RULER, Cell, TierReport
 from opencompass_longctx.spec import all_specs
 from opencompass_longctx.stats.effective import BOOTSTRAP
@@ -137,7 +137,16 @@ def to_markdown(report: TierReport, with_ci: bool = True) -> str:
         mine = report.benchmarks.get(b.name)
         if mine and mine.reference and b.name in published:
             foot.append(f'Published {b.name} numbers: {mine.reference}.')
-    return out + '\n' + '\n'.join(foot) + '\n' + section(report.unplaced or [])
+    return out + '\n' + '\n'.join(foot) + '\n' + unplaced_section(report.unplaced or [])
+
+
+def unplaced_section(found: Sequence[Unplaced]) -> str:
+    """The Markdown section that lists the datasets no cell reads (empty when there are none)."""
+    if not found:
+        return ''
+    head = (f'Not in the tier table ({len(found)} dataset(s) of the run that no cell reads; their scores are only in '
+            "OpenCompass's own summary):")
+    return '\n'.join(['', head] + [f'- {u.line()}' for u in found]) + '\n'
 
 
 def to_csv(report: TierReport) -> str:

@@ -521,3 +521,10 @@ def page(report: TierReport, table, board, plots: Sequence[str], rank_by: str = 
         parts += [f'<details><summary>Other plots ({len(by_file)})</summary>']
         parts += [_img(p, name) for name, p in by_file.items()] + ['</details>']
     return '\n'.join(parts + ['</section>', '</body></html>']) + '\n'
+
+
+def write_page(report: TierReport, table, board, plots: Sequence[str], rank_by: str, path: str) -> str:
+    """The page (:func:`page`) written to ``path``; its path."""
+    with open(path, 'w', encoding='utf-8') as f:
+        f.write(page(report, table, board, plots, rank_by))
+    return path
