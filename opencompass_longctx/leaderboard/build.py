@@ -26,8 +26,8 @@ from opencompass_longctx.leaderboard.failures import Failure, find_failures, inc
 from opencompass_longctx.leaderboard.placement import Unplaced
 from opencompass_longctx.leaderboard.results import Results, checked_reader, first, number
 from opencompass_longctx.leaderboard.tier_report import BenchResult, Cell, MergeRecord, RowResult, TierReport
-from opencompass_longctx.leaderboard.units import (Resampler, Unit, detail_value, independent_cell, make_unit, mean_cell,
-                                                  paper_base_by_cluster, row_effective, unit_cell)
+from opencompass_longctx.leaderboard.units import (Resampler, Unit, dataset_cell, detail_value, independent_cell,
+                                                  make_unit, mean_cell, paper_base_by_cluster, row_effective, unit_cell)
 _DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
 DEPTH_BINS = 10
 INCOMPARABLE = '‡'
@@ -98,8 +98,8 @@ def depth_bins(results: Sequence[Optional[dict]], bins: int = DEPTH_BINS) -> Opt
 def task_cell(bench: Bench, res: Optional[dict], tier: str, model: ModelInfo, notes: List[str],
               abbr: str, failure: Optional[Failure] = None, data: Optional[Dict[str, Unit]] = None,
               task: str = '') -> Cell:
-    """One dataset's cell; with ``data``, its samples are registered there as a unit (:mod:`.units`) and its
-    interval is that unit's."""
+    """One dataset's cell; with ``data``, its samples are registered there as a unit (:mod:`.units`) for the
+    intervals of the rows made of it."""
     tier_tokens = parse_tier(tier).tokens(bench.tier_unit)
     if failure is not None and failure.stage in ('infer', 'eval') and failure.log:
         return Cell(status='failed', reason=f'{abbr}: {failure.stage} failed: {failure.reason} (log: {failure.log})')
@@ -129,7 +129,7 @@ def task_cell(bench: Bench, res: Optional[dict], tier: str, model: ModelInfo, no
     unit = make_unit(bench, res, task, score, n - over)
     if unit.note:
         notes.append(f'{model.abbr}/{abbr}: interval: {unit.note}')
-    return unit_cell(data, f'{tier}|{abbr}', unit, score=score, n=n - over, reason=reason)
+    return dataset_cell(data, f'{tier}|{abbr}', unit, score=score, n=n - over, reason=reason)
 
 
 def _bad_status(cells: Sequence[Cell]) -> str:

@@ -240,8 +240,16 @@ def independent_cell(score: float, n: int, **fields) -> Cell:
     return Cell(score=score, n=n, **fields, **_interval((binomial_interval([(1.0, score / 100, n)]), n, 'wilson')))
 
 
+def dataset_cell(data: Dict[str, Unit], key: str, unit: Unit, **fields) -> Cell:
+    """A dataset's cell: its unit, registered in ``data`` for the rows' intervals and the resampling, and no interval
+    of its own (no table shows a dataset's cell: the rows that are means of it make theirs, :func:`mean_cell`)."""
+    data[key] = unit
+    return Cell(units={key: 1.0}, **fields)
+
+
 def unit_cell(data: Dict[str, Unit], key: str, unit: Unit, **fields) -> Cell:
-    """The cell read from one dataset unit, registered in ``data`` (for its interval and the resampling)."""
+    """A row's cell read from one unit (a split of one dataset's details), registered in ``data``, with its
+    interval."""
     data[key] = unit
     units = {key: 1.0}
     return Cell(units=units, **fields, **_interval(cell_interval(fields['score'], units, data)))
