@@ -147,8 +147,8 @@ def run_report(args) -> dict:
 
 def main(argv=None):
     args = _args(argv)
+    from opencompass_longctx.leaderboard.failures import fail_on_missing_enabled, failure_exit
     from opencompass_longctx.leaderboard.placement import allow_unplaced_enabled, exit_message, stopping
-    from opencompass_longctx.summarizers.longctx import fail_on_missing_enabled, failure_exit
     try:
         done = run_report(args)
     except LongCtxError as e:   # bad input: one line, exit 2 (the traceback with --debug or LONGCTX_DEBUG=1)

@@ -25,7 +25,8 @@ from opencompass_longctx.leaderboard.build import ModelInfo, build
 from opencompass_longctx.leaderboard.benchmarks import classify
 from opencompass_longctx.leaderboard.failures import Failure, find_failures
 from opencompass_longctx.leaderboard.results import Results, checked_reader
-from opencompass_longctx.leaderboard.runs import Fingerprint, ReportInputError, Run, load_runs, per_model_copy, run_unplaced
+from opencompass_longctx.leaderboard.runs import (Fingerprint, ReportInputError, Run, load_runs, per_model_copy,
+                                                 run_unplaced)
 from opencompass_longctx.leaderboard.tier_report import MergeRecord, ResultPrint, TierReport
 from opencompass_longctx.util import plural
 

@@ -1,7 +1,8 @@
 """Which of a run's benchmark datasets no tier-table cell reads, and why (pure functions; no OpenCompass import of
-their own: a dataset ``type`` written as a dotted path is imported to find its benchmark, as :func:`.specs.spec_of`).
+their own: a dataset ``type`` written as a dotted path is imported to find its benchmark, as
+:func:`opencompass_longctx.spec.spec_of`).
 
-The tier table reads a dataset's benchmark, task and tier from its abbr (:func:`.specs.classify`, each benchmark's
+The tier table reads a dataset's benchmark, task and tier from its abbr (:func:`.benchmarks.classify`, each benchmark's
 :meth:`Bench.match`). A dataset of this package (its ``type`` is one of the benchmarks' dataset classes: the spec's
 ``dataset_type``) that the table cannot read is *unplaced*: its scores are only in OpenCompass's own summary. That
 happens when

@@ -1,5 +1,5 @@
-"""A finished OpenCompass run as ``longctx-report`` reads it, from what it left: its config dump (``<run>/configs/*.py``:
-the models, the datasets and their scoring), its result files and its predictions. A run is read by the models and
+"""A finished OpenCompass run as ``longctx-report`` reads it, from what it left: its config dump
+(``<run>/configs/*.py``: the models, the datasets and their scoring), its result files and its predictions. A run is read by the models and
 datasets its config names, at the paths OpenCompass writes (``results/<model abbr>/<dataset abbr>.json``, nested
 when the abbr has a ``/``). Every (model, dataset) result carries a fingerprint, which the merge (:mod:`.merge`)
 compares across runs:

@@ -7,14 +7,15 @@ tallied by cluster (sum of values, count, sum of squares). A table cell is a wei
 mean of a row's datasets; the mean of rows), kept as ``Cell.units`` {unit key: weight}; its 95% interval
 (:func:`cell_interval`) is the bounded cluster-robust one of that mean (:func:`opencompass_longctx.stats.intervals.
 clustered_interval`), or the Wilson one where every cluster holds one sample of the cell (independent samples). Both
-lie in [0, 100].
+lie in [0, 100]. Each shown cell's interval is made once, when the cell is made; a dataset's own cell (which no table
+shows) has none.
 
 The effective length's interval resamples whole clusters (the same cluster at every tier and dataset of the
 benchmark draws together, so a story or needle entry that is hard everywhere moves every tier at once), recomputes
-every tier's score and the base score from the resample, then the effective length, and reports the 2.5% and
-97.5% quantiles (:func:`opencompass_longctx.stats.effective.effective_interval`), widened to hold the point itself. A unit without clusters (a
-benchmark that declares its samples independent, or results that do not name the clusters) is resampled on its
-own, binomially.
+every tier's score and the base score from the resample, then the effective length, and reports the 2.5% and 97.5%
+quantiles (:func:`opencompass_longctx.stats.effective.effective_interval`), widened to hold the point itself. A unit
+without clusters (a benchmark that declares its samples independent, or results that do not name the clusters) is
+resampled on its own, binomially.
 """
 import math
 import zlib

@@ -12,15 +12,15 @@ exception's last line and the task log (OpenCompass itself exits 0 when tasks fa
 
 The tier report is :mod:`opencompass_longctx.leaderboard`'s, written by :mod:`opencompass_longctx.writers`.
 
-A dataset of this package that no cell of the tier table reads (:mod:`opencompass_longctx.leaderboard.placement`: a user-made abbr such as
-``babilong_qa1_4k_sys``, a task in no row, ...) is listed after the table (and under ``unplaced`` in its JSON);
-when it has results (scores the table does not show) the command then exits with status 1 naming it, unless
-``allow_unplaced=True`` (or ``LONGCTX_ALLOW_UNPLACED=1``) accepts it (a warning only).
+A dataset of this package that no cell of the tier table reads (:mod:`opencompass_longctx.leaderboard.placement`: a
+user-made abbr such as ``babilong_qa1_4k_sys``, a task in no row, ...) is listed after the table (and under
+``unplaced`` in its JSON); when it has results (scores the table does not show) the command then exits with status 1
+naming it, unless ``allow_unplaced=True`` (or ``LONGCTX_ALLOW_UNPLACED=1``) accepts it (a warning only).
 """
 import json
 import os
 from datetime import datetime
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from opencompass.summarizers.default import DefaultSummarizer, model_abbr_from_cfg_used_in_summarizer
 from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
@@ -28,8 +28,9 @@ from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
 from opencompass_longctx.combinations import resolved_config
 from opencompass_longctx.errors import in_opencompass
 from opencompass_longctx.leaderboard.build import build
-from opencompass_longctx.leaderboard.failures import Failure
-from opencompass_longctx.leaderboard.placement import ALLOW_ENV, allow_unplaced_enabled, exit_message, stopping, unplaced
+from opencompass_longctx.leaderboard.failures import fail_on_missing_enabled, failure_exit
+from opencompass_longctx.leaderboard.placement import (ALLOW_ENV, allow_unplaced_enabled, exit_message, stopping,
+                                                       unplaced)
 from opencompass_longctx.leaderboard.results import Results
 from opencompass_longctx.leaderboard.runs import table_inputs
 from opencompass_longctx.spec import OwnReport, spec_of
@@ -37,23 +38,6 @@ from opencompass_longctx.stats.effective import NOLIMA_RATIO, RULER_THRESHOLD
 from opencompass_longctx.summarizers.groups import summary_groups as spec_groups
 from opencompass_longctx.weights import record_run_models
 from opencompass_longctx.writers.formats import to_markdown, write
-FAIL_ENV = 'LONGCTX_FAIL_ON_MISSING'
-
-
-def fail_on_missing_enabled(flag: Optional[bool]) -> bool:
-    if flag is not None:
-        return bool(flag)
-    return os.environ.get(FAIL_ENV, '').strip().lower() in ('1', 'true', 'yes')
-
-
-def failure_exit(failures: Sequence[Failure], where: str) -> SystemExit:
-    """The SystemExit (status 1, message on stderr) that ends a run whose datasets failed."""
-    lines = [f'  {f.line()}' for f in failures]
-    return SystemExit(f'{len(failures)} dataset(s) of the run failed or have no usable result '
-                      f'(fail_on_missing / {FAIL_ENV}); the tier table lists them too ({where}):\n'
-                      + '\n'.join(lines))
-
-
 class RobustSummarizer(DefaultSummarizer):
     """``DefaultSummarizer`` whose result reading survives bad files: OpenCompass's own ``_pick_up_results`` reads
     the files it can parse, model by model; a file it cannot (truncated, ``[]``, not a JSON object: read once

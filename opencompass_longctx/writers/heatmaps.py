@@ -120,7 +120,8 @@ class Grid:
 
 
 def cell_of(c: Optional[Cell], title: str) -> HeatCell:
-    """A table cell (:class:`~opencompass_longctx.leaderboard.tier_report.Cell`) as a heatmap cell; its title says the score, interval and counts."""
+    """A table cell (:class:`~opencompass_longctx.leaderboard.tier_report.Cell`) as a heatmap cell; its title says
+    the score, interval and counts."""
     if c is None:
         return HeatCell('missing', title=f'{title}: not run')
     partial = f'{c.cells_used}/{c.cells_total}' if c.cells_used < c.cells_total else ''
