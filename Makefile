@@ -150,7 +150,7 @@ demo: $(STAMP_INSTALL)
 # The README's picture of the page: the demo's page, whole, at 1400 px, in 256 colors (docs/leaderboard.md).
 DOCS_SCREENSHOT ?= docs/leaderboard.png
 docs-screenshot: demo
-	$(call step,docs-screenshot,$(ACTIVATE) python -m opencompass_longctx.summarizers.browser "$$(python -c "$$DEMO_PAGE_OF_PY" $(DEMO_LOG))" $(DOCS_SCREENSHOT) --palette,install Debian's chromium (make system-deps as root) and run make docs-screenshot again)
+	$(call step,docs-screenshot,$(ACTIVATE) python -m opencompass_longctx.writers.browser "$$(python -c "$$DEMO_PAGE_OF_PY" $(DEMO_LOG))" $(DOCS_SCREENSHOT) --palette,install Debian's chromium (make system-deps as root) and run make docs-screenshot again)
 
 test: $(STAMP_INSTALL) lmdeploy smollm2 system-deps
 	$(call step,test,$(ACTIVATE) python -m pytest -q tests$(if $(strip $(PYTEST_ARGS)), $(PYTEST_ARGS)),rerun only what failed: make test PYTEST_ARGS="--lf -x")

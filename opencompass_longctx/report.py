@@ -5,7 +5,7 @@
     python -m opencompass_longctx.report ...      (the same)
 
 Each RUN_DIR is a run directory (``outputs/x/20261129_153708``) or its parent (the newest run is used). Several
-runs (other models, other days or clusters) are merged into one table (:mod:`.summarizers.merge`: one abbr must
+runs (other models, other days or clusters) are merged into one table (:mod:`.leaderboard.merge`: one abbr must
 name the same model in every run, or ``--as RUN=NEWABBR`` shows one run's model under another name; the same model
 and dataset in two runs must have the same data and scoring, the newer is used; a file that cannot be read is
 left out and named). Nothing is re-run: the table is built from the runs' dumped configs, result files,
@@ -17,7 +17,7 @@ With ``--fail-on-missing`` (or ``LONGCTX_FAIL_ON_MISSING=1``) the exit status is
 usable result; bad input (no run, no results, a saved config that does not parse, runs whose data differ, an unknown
 model, an option out of its range: ``--nolima-ratio`` in (0, 1], ``--ruler-threshold`` in [0, 100], never NaN) exits
 2 with one line that says what is wrong and what to give (the traceback with ``--debug`` or ``LONGCTX_DEBUG=1``).
-A dataset of the runs' own benchmarks that no cell of the tier table reads (:mod:`.summarizers.placement`: a
+A dataset of the runs' own benchmarks that no cell of the tier table reads (:mod:`.leaderboard.placement`: a
 user-made abbr, a task in no row, ...) is listed (markdown and JSON: ``unplaced``); when it has results the exit
 status is 1 naming it, unless ``--allow-unplaced``, ``LONGCTX_ALLOW_UNPLACED=1`` or the run's own summarizer option
 ``allow_unplaced=True`` accepts it (a warning only).
@@ -27,12 +27,10 @@ import itertools
 import math
 import os
 import sys
-from dataclasses import asdict
 
 from opencompass_longctx.errors import DEBUG_ENV, LongCtxError, debug_enabled, error_line
-
-from opencompass_longctx.summarizers.metrics import NOLIMA_RATIO, RULER_THRESHOLD
-from opencompass_longctx.summarizers.merge import ReportInputError, find_run  # noqa: F401 (find_run: part of this module's API)
+from opencompass_longctx.leaderboard.runs import ReportInputError, find_run  # noqa: F401 (find_run: part of this module's API)
+from opencompass_longctx.stats.effective import NOLIMA_RATIO, RULER_THRESHOLD
 
 DEFAULT_MERGED_DIR = os.path.join('outputs', 'longctx_leaderboard')
 
@@ -95,12 +93,6 @@ def _args(argv):
     return args
 
 
-def _write(path: str, text: str) -> str:
-    with open(path, 'w', encoding='utf-8') as f:
-        f.write(text)
-    return path
-
-
 def parse_rename(text: str):
     """``RUN=NEWABBR`` or ``RUN:OLDABBR=NEWABBR``: (run directory, old abbr or None, new abbr)."""
     where, eq, new = text.rpartition('=')
@@ -116,38 +108,12 @@ def parse_rename(text: str):
                            'RUN:OLDABBR=NEWABBR, RUN as given on the command line)')
 
 
-def run_unplaced(run) -> list:
-    """The datasets of one run (as its summarizer saw them: each model's datasets as the run made them) that no
-    tier-table cell reads."""
-    from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
-
-    from opencompass_longctx.combinations import SelectionError, combinations_of, resolved_config
-    from opencompass_longctx.summarizers.placement import unplaced
-    from opencompass_longctx.summarizers.table import Results
-    try:
-        cfg = resolved_config(run.cfg)
-    except (SelectionError, ValueError):   # (the run itself stopped on it): the datasets as its config lists them
-        cfg = run.cfg
-    pairs = [(model_abbr_from_cfg(m), dataset_abbr_from_cfg(d)) for c in combinations_of(cfg) for m in c['models']
-             for d in c['datasets']]
-    on_disk = Results(run.path)   # (the model abbrs of the run's config: its files' names, before any --as)
-    return unplaced(cfg['datasets'], pairs, dataset_abbr_from_cfg, run=run.path,
-                    has_result=lambda m, a: os.path.isfile(on_disk.path(m, a)))
-
-
-def _run_allows(run) -> bool:
-    return bool((run.cfg.get('summarizer') or {}).get('allow_unplaced'))
-
-
 def run_report(args) -> dict:
-    from opencompass_longctx.summarizers import compare as cmp
-    from opencompass_longctx.summarizers.merge import build_merged, merge
-    from opencompass_longctx.summarizers.formats import to_markdown, write
+    from opencompass_longctx.leaderboard.compare import FULL_TABLE_UP_TO, Comparer
+    from opencompass_longctx.leaderboard.merge import build_merged, merge
+    from opencompass_longctx.writers import comparison, formats, html
     merged = merge(args.work_dirs, [parse_rename(r) for r in args.renames])
     report = build_merged(merged, args.ruler_threshold, args.nolima_ratio)
-    from opencompass_longctx.summarizers.placement import section
-    lost = [(u, _run_allows(run)) for run in merged.runs for u in run_unplaced(run)]
-    report['unplaced'] = [dict(asdict(u), accepted_by_run=ok) for u, ok in lost]   # (in the JSON)
     models = [m.abbr for m in merged.models]
     if args.compare:
         unknown = [m for m in args.compare if m not in models]
@@ -160,36 +126,29 @@ def run_report(args) -> dict:
         out = os.path.join(merged.runs[0].path, 'summary')
     else:
         out = args.output or DEFAULT_MERGED_DIR
-    paths = write(report, out, 'longctx_report', not args.no_plots)
-    if lost:
-        with open(paths['md'], 'a', encoding='utf-8') as f:
-            f.write(section([u for u, _ in lost]))
-    print(to_markdown(report) + section([u for u, _ in lost]))
-    comparer = cmp.Comparer(report, merged.results, merged.marks)
+    paths = formats.write(report, out, 'longctx_report', not args.no_plots)
+    print(formats.to_markdown(report))
+    comparer = Comparer(report, merged.results, merged.marks)
     pairs = [tuple(args.compare)] if args.compare else list(itertools.combinations(models, 2))
     board = comparer.leaderboard(args.rank_by)
     # every pair on every row up to FULL_TABLE_UP_TO models; above, the comparisons the ranks rest on
-    table = comparer.table(pairs) if args.compare or len(models) <= cmp.FULL_TABLE_UP_TO else comparer.ranked_table()
+    table = comparer.table(pairs) if args.compare or len(models) <= FULL_TABLE_UP_TO else comparer.ranked_table()
     if pairs:
-        md = cmp.to_markdown(table, board, args.rank_by)
-        paths['compare'] = {'md': _write(os.path.join(out, 'longctx_compare.md'), md),
-                            'csv': _write(os.path.join(out, 'longctx_compare.csv'), cmp.to_csv(table)),
-                            'json': _write(os.path.join(out, 'longctx_compare.json'), cmp.to_json(table, board, args.rank_by))}
-        print(md)
+        paths['compare'] = comparison.write_comparison(table, board, args.rank_by, out)
+        print(comparison.to_markdown(table, board, args.rank_by))
     if not args.no_html:
-        from opencompass_longctx.summarizers import html
-        paths['html'] = _write(os.path.join(out, 'longctx_leaderboard.html'),
-                               html.page(report, table, board, paths.get('plots') or [], args.rank_by))
+        paths['html'] = html.write_page(report, table, board, paths.get('plots') or [], args.rank_by,
+                                        os.path.join(out, 'longctx_leaderboard.html'))
         if args.screenshot:
             paths['screenshot'] = html.screenshot(paths['html'], os.path.join(out, 'longctx_leaderboard.png'))
     print(f'written: {paths}')
-    return dict(report=report, paths=paths, table=table, board=board, merged=merged, unplaced=lost)
+    return dict(report=report, paths=paths, table=table, board=board, merged=merged)
 
 
 def main(argv=None):
     args = _args(argv)
-    from opencompass_longctx.summarizers.longctx import fail_on_missing_enabled, failure_exit
-    from opencompass_longctx.summarizers.placement import allow_unplaced_enabled, exit_message, stopping
+    from opencompass_longctx.leaderboard.failures import fail_on_missing_enabled, failure_exit
+    from opencompass_longctx.leaderboard.placement import allow_unplaced_enabled, exit_message, stopping
     try:
         done = run_report(args)
     except LongCtxError as e:   # bad input: one line, exit 2 (the traceback with --debug or LONGCTX_DEBUG=1)
@@ -199,9 +158,9 @@ def main(argv=None):
         return 2
     report = done['report']
     stops = []
-    if report['failures'] and fail_on_missing_enabled(args.fail_on_missing):
-        stops.append(failure_exit(report['failures'], done['paths']['md']).code)
-    lost = done['unplaced']
+    if report.failures and fail_on_missing_enabled(args.fail_on_missing):
+        stops.append(failure_exit(report.failures, done['paths']['md']).code)
+    lost = [(u, u.accepted_by_run) for u in report.unplaced or []]
     if lost:
         refused = stopping([u for u, ok in lost if not ok])
         if refused and not allow_unplaced_enabled(args.allow_unplaced):

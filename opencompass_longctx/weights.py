@@ -1,5 +1,5 @@
 """What identifies a model's weights, recorded by the run that evaluates it (read by the merge's identities,
-:mod:`opencompass_longctx.summarizers.identity`).
+:mod:`opencompass_longctx.leaderboard.identity`).
 
 A checkpoint's directory name says little (``final``, ``latest``, ``hf``), and a report may be made on a machine
 that cannot reach the weights. So the run, where it can, writes ``<run>/longctx_models.json``: for each model and

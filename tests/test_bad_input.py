@@ -140,12 +140,12 @@ def test_nothing_already_written_is_lost(outcomes):
 
 def _code(text: str) -> str:
     """A message as a code span of a table cell (it may hold backticks, ``<`` and ``|``)."""
-    from opencompass_longctx.summarizers.formats import md_cell
+    from opencompass_longctx.writers.formats import md_cell
     return f'`` {md_cell(text)} ``'
 
 
 def _table(outcomes) -> str:
-    from opencompass_longctx.summarizers.formats import md_cell, md_row
+    from opencompass_longctx.writers.formats import md_cell, md_row
     lines = [md_row(['bad input', 'command', 'exit', 'what it prints (stderr; for a problem of the run checks, its '
                      'line of the printed plan first)']), '|---|---|---|---|']
     for case, proc in outcomes:
@@ -189,7 +189,7 @@ def test_debug_shows_the_traceback(tmp_path):
 def test_the_one_line_error_is_read_as_the_runs_exception():
     """The GPU check and the failure report read why `opencompass` stopped from its log: the one line counts as the
     exception when it comes after any traceback."""
-    from opencompass_longctx.summarizers.failures import last_exception
+    from opencompass_longctx.leaderboard.failures import last_exception
     log = ('Traceback (most recent call last):\n  File "x.py", line 1\nValueError: an earlier one\n'
            "12/04 21:16:36 - OpenCompass - INFO - Current exp folder: out/x\n"
            "opencompass: error: cfg.py:8: TierError: tier '0.1k' is 102.4 tokens\n")

@@ -86,7 +86,7 @@ def test_eval_stage_and_tier_table_get_the_same_datasets_per_model():
         tok = {d['abbr']: d.get('tokenizer') for d in c_old['datasets']}
         assert all(tok[d['abbr']] == d.get('tokenizer') for d in c_new['datasets'])
     # the summarizer's view of the run: the same datasets and the same expected (model, dataset) pairs
-    from opencompass_longctx.summarizers.longctx import table_inputs
+    from opencompass_longctx.leaderboard.runs import table_inputs
     models_n, abbrs_n, expected_n = table_inputs(combinations.resolved_config(new))
     models_o, abbrs_o, expected_o = table_inputs(old)
     assert models_n == models_o and sorted(expected_n) == sorted(expected_o)

@@ -9,10 +9,12 @@ import shutil
 import pytest
 
 from conftest import REPO, run_opencompass
-from opencompass_longctx.summarizers.failures import find_failures, last_exception
-from opencompass_longctx.summarizers.longctx import LongCtxSummarizer, table_inputs
-from opencompass_longctx.summarizers.formats import to_markdown
-from opencompass_longctx.summarizers.table import ModelInfo, Results, build
+from opencompass_longctx.leaderboard.failures import find_failures, last_exception
+from opencompass_longctx.leaderboard.runs import table_inputs
+from opencompass_longctx.summarizers.longctx import LongCtxSummarizer
+from opencompass_longctx.writers.formats import to_markdown
+from opencompass_longctx.leaderboard.build import ModelInfo, build
+from opencompass_longctx.leaderboard.results import Results
 TRACEBACK = '''11/30 20:48:14 - OpenCompass - INFO - Task [m/a_1k,m/b_1k]
 11/30 20:48:14 - OpenCompass - INFO - The Progress of This Task --> Models: 1/1, Datasets: 1/2
 Traceback (most recent call last):
@@ -78,7 +80,7 @@ def test_failed_cells_in_the_table(tmp_path):
             _write(f'{run}/results/m/{abbr}.json', json.dumps({'accuracy': 80.0, 'counts': {'n': 5}}))
     _write(f'{run}/logs/infer/m/babilong_qa3_1k.out', TRACEBACK.replace('m/a_1k,m/b_1k', 'm/babilong_qa3_1k'))
     rep = build(run, [ModelInfo('m')], abbrs, expected=[('m', a) for a in abbrs])
-    (row,) = rep['rows']
+    (row,) = rep.rows
     cell = row.cells['1k']
     assert cell.status == 'failed' and cell.text() == 'FAIL' and 'DataNotFoundError' in cell.reason
     assert row.cells['0k'].status == 'ok' and row.mean == 80.0 and row.mean_note  # * over the tiers with results
@@ -87,7 +89,7 @@ def test_failed_cells_in_the_table(tmp_path):
     log = os.path.join(run, 'logs', 'infer', 'm', 'babilong_qa3_1k.out')
     assert f'- m/babilong_qa3_1k: infer failed: {last_exception(TRACEBACK)} (log: {log})' in md
     # without `expected` (no run to read) nothing is called a failure
-    assert build(run, [ModelInfo('m')], abbrs)['rows'][0].cells['1k'].status == 'missing'
+    assert build(run, [ModelInfo('m')], abbrs).rows[0].cells['1k'].status == 'missing'
 
 
 def test_splits_of_a_dataset_show_its_failure_and_its_na(tmp_path):
@@ -101,7 +103,7 @@ def test_splits_of_a_dataset_show_its_failure_and_its_na(tmp_path):
     _write(f'{run}/logs/infer/m/nolima_main_500.out', TRACEBACK.replace('m/a_1k,m/b_1k', 'm/nolima_main_500'))
     abbrs = ['nolima_main_250', 'nolima_main_500', 'nolima_main_1k']
     rep = build(run, [ModelInfo('m')], abbrs, expected=[('m', a) for a in abbrs])
-    rows = {r.row: r for r in rep['rows']}
+    rows = {r.row: r for r in rep.rows}
     for row in ('main', 'main one-hop'):
         assert [rows[row].cells[t].text() for t in ('250', '500', '1k')] == ['100.0', 'FAIL', 'N/A'], row
 

@@ -159,7 +159,7 @@ def toy(tmp_path, monkeypatch):
 
 def test_the_toy_is_a_benchmark_of_its_own_folder(toy):
     from opencompass_longctx.spec import all_specs, example, longest_answer, spec_of
-    from opencompass_longctx.summarizers.formats import _units
+    from opencompass_longctx.writers.formats import _units
     specs = {s.name: s for s in all_specs()}
     assert list(specs) == ['babilong', 'longbio', 'nolima', 'toy']
     from toybench.dataset import ToyDataset
@@ -171,7 +171,7 @@ def test_the_toy_is_a_benchmark_of_its_own_folder(toy):
     parts = example('leaderboard')
     assert [d['abbr'] for d in parts['datasets'][-2:]] == ['toy_echo_1k', 'toy_echo_2k']
     assert parts['dataset_abbrs'][-1] == 'toy_echo_1k'
-    assert _units({'references': {'toy': None}}) == 'Toy 1k = 10 words'
+    assert _units(['toy']) == 'Toy 1k = 10 words'
 
 
 @pytest.mark.e2e

@@ -48,7 +48,7 @@ def test_a_model_that_fails_to_build_is_built_once_and_fails_every_dataset_of_it
     whose KV-cache preflight fails: one construction, and each of the three datasets fails with that reason (read
     back as the tier table reads it)."""
     from opencompass_longctx.run import tasks
-    from opencompass_longctx.summarizers.failures import find_failures
+    from opencompass_longctx.leaderboard.failures import find_failures
     builds = tmp_path / 'builds.jsonl'
     env = dict(os.environ, LONGCTX_TINY_MODEL=tiny_model_dir, LONGCTX_TEST_DATA=str(tmp_path / 'babilong'),
                LONGCTX_FAKE_LMDEPLOY_LOG=str(builds), CUDA_VISIBLE_DEVICES='0',

@@ -93,8 +93,8 @@ def test_a_prompt_the_model_holds_but_the_band_engine_does_not_is_an_engine_miss
 def test_engine_misses_are_counted_and_make_the_tier_table_cell_missing():
     from opencompass_longctx.babilong.evaluator import BabilongEvaluator
     from opencompass_longctx.overlength import ENGINE_TOO_SMALL
-    from opencompass_longctx.summarizers.table import ModelInfo, task_cell
-    from opencompass_longctx.summarizers.rows import bench_by_name
+    from opencompass_longctx.leaderboard.build import ModelInfo, task_cell
+    from opencompass_longctx.leaderboard.benchmarks import bench_by_name
     test_set = Dataset.from_dict({'question': ['Where is Mary? '] * 3, 'task': ['qa1'] * 3})
     res = BabilongEvaluator().score(['kitchen', ENGINE_TOO_SMALL, 'garden'], ['kitchen', 'garden', 'garden'],
                                     test_set)

@@ -113,8 +113,8 @@ def test_engine_errors_are_counted_left_out_and_make_the_tier_table_cell_missing
     from datasets import Dataset
 
     from opencompass_longctx.babilong.evaluator import BabilongEvaluator
-    from opencompass_longctx.summarizers.table import ModelInfo, task_cell
-    from opencompass_longctx.summarizers.rows import bench_by_name
+    from opencompass_longctx.leaderboard.build import ModelInfo, task_cell
+    from opencompass_longctx.leaderboard.benchmarks import bench_by_name
     test_set = Dataset.from_dict({'question': ['Where is Mary? '] * 4, 'task': ['qa1'] * 4})
     res = BabilongEvaluator().score(['kitchen', ENGINE_ERROR, ENGINE_TOO_SMALL, ''],
                                     ['kitchen', 'garden', 'garden', 'garden'], test_set)

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from opencompass_longctx.summarizers.identity import compare, labels, model_identity, moved, path_parts
+from opencompass_longctx.leaderboard.identity import compare, labels, model_identity, moved, path_parts
 from opencompass_longctx.weights import MODELS_FILE, read_recorded, record_models, weights_fingerprint
 
 TYPE = 'opencompass_longctx.models.hf.LongCtxHFChatModel'

@@ -1,6 +1,6 @@
 """Issue 27: a run whose results cannot all be placed in the tier table ends with a non-zero exit and names them.
 
-The check (opencompass_longctx.summarizers.placement) on dataset configs, then one real `opencompass` run of the
+The check (opencompass_longctx.leaderboard.placement) on dataset configs, then one real `opencompass` run of the
 demo's tiny model with a user-made abbr (``babilong_qa1_0k_sys``): the run exits non-zero naming it, the tier table
 is still written, and the opt-outs (the environment variable, the summarizer option, ``--allow-unplaced``) keep
 exit 0 with the warning; ``longctx-report`` on the same run does the same.
@@ -14,8 +14,9 @@ import pytest
 from conftest import run_opencompass
 from report_runs import report_cli
 
-from opencompass_longctx.summarizers.placement import (ALLOW_ENV, Unplaced, allow_unplaced_enabled, benchmark_spec,
-                                                       exit_message, section, stopping, unplaced)
+from opencompass_longctx.leaderboard.placement import (ALLOW_ENV, Unplaced, allow_unplaced_enabled, benchmark_spec,
+                                                       exit_message, stopping, unplaced)
+from opencompass_longctx.writers.formats import unplaced_section as section
 
 BABILONG = 'opencompass_longctx.babilong.dataset.BabilongDataset'
 LONGBIO = 'opencompass_longctx.longbio.dataset.LongBioDataset'

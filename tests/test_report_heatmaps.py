@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from opencompass_longctx.summarizers import browser, heatmaps as hm, html, plots
-from opencompass_longctx.summarizers.failures import Failure
+from opencompass_longctx.writers import browser, heatmaps as hm, html, plots
+from opencompass_longctx.leaderboard.failures import Failure
 from report_runs import report
 from test_report_html import need_chromium
 from test_report_page import MODELS, NASTY, board_and_table, make_report
@@ -54,9 +54,9 @@ def test_task_grid_holds_each_datasets_score_na_partial_and_its_own_failure(tmp_
     # NoLiMa: a line per shown row (two-hop has no value for any model: left out, as in the tier table)
     assert list(_grid(rep, 'nolima', 'tied-a')) == ['main', 'main one-hop']
     # a task that failed is FAIL; its row's other datasets have no score of their own in the report: '-', not 0
-    row = next(r for r in rep['rows'] if (r.model, r.bench, r.row) == ('tied-a', 'babilong', 'qa1-qa5'))
+    row = next(r for r in rep.rows if (r.model, r.bench, r.row) == ('tied-a', 'babilong', 'qa1-qa5'))
     row.cells['1k'].status, row.cells['1k'].tasks, row.cells['1k'].reason = 'failed', {}, 'qa3: boom'
-    rep['failures'] = [Failure('tied-a', 'babilong_qa3_1k', 'infer', 'RuntimeError: boom')]
+    rep.failures = [Failure('tied-a', 'babilong_qa3_1k', 'infer', 'RuntimeError: boom')]
     lines = _grid(rep, 'babilong', 'tied-a')
     assert lines['qa3'].cells['1k'].css() == 'hfail' and 'boom' in lines['qa3'].cells['1k'].title
     assert lines['qa1'].cells['1k'].css() == 'hnone' and lines['qa1'].cells['0k'].score == 80.0

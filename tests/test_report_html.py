@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from opencompass_longctx.summarizers.html import CHROMIUM_INSTALL, dump_dom, find_chromium
+from opencompass_longctx.writers.html import CHROMIUM_INSTALL, dump_dom, find_chromium
 from report_runs import read_csv, report, report_runs  # noqa: F401 (report_runs: the fixture)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]

@@ -10,9 +10,9 @@ from html.parser import HTMLParser
 import pytest
 
 from opencompass_longctx import __version__
-from opencompass_longctx.summarizers import html, plots
-from opencompass_longctx.summarizers.compare import Paired
-from opencompass_longctx.summarizers.table import ModelInfo, build
+from opencompass_longctx.writers import html, plots
+from opencompass_longctx.leaderboard.compare import Paired
+from opencompass_longctx.leaderboard.build import ModelInfo, build
 from report_runs import CONFIG, report, report_runs  # noqa: F401 (report_runs: the fixture)
 from test_report_html import need_chromium
 
@@ -160,7 +160,7 @@ def test_plots_keep_every_model_visible_and_mark_na_and_partial(tmp_path, monkey
 def test_page_in_a_browser_states_directions_hides_empty_rows_and_escapes_names(tmp_path):
     need_chromium()
     rep = make_report(tmp_path / 'run')
-    assert any(r.row == 'main two-hop' for r in rep['rows'])  # in the report, with no value for any model
+    assert any(r.row == 'main two-hop' for r in rep.rows)  # in the report, with no value for any model
     board, table = board_and_table()
     written = plots.plot_report(rep, str(tmp_path / 'plots'))
     page = tmp_path / 'page.html'
@@ -209,23 +209,23 @@ def test_new_statistics_show_when_the_report_has_them(tmp_path):
     """Cell.ci_method / Cell.clusters and the effective length's interval (report.build adds them): the page shows
     them in the legend, each cell's title and the eff. len column, and works without them."""
     rep = make_report(tmp_path / 'run')
-    for r in rep['rows']:   # a report written before the statistics had methods and effective-length intervals
+    for r in rep.rows:   # a report written before the statistics had methods and effective-length intervals
         for c in r.cells.values():
             c.ci_method, c.clusters = '', 0
         for eff in r.effective.values():
-            eff.pop('interval', None)
+            eff.interval = None
     before = html.page(rep, [], [], [])
     assert 'Intervals in this table' not in before
-    for r in rep['rows']:
+    for r in rep.rows:
         for c in r.cells.values():
             c.ci_method, c.clusters = 'cluster bootstrap', 58
-        r.effective['ruler']['interval'] = ['1k', '2k']
+        r.effective['ruler'].interval = ['1k', '2k']
     dom = Dom()
     dom.feed(html.page(rep, [], [], []))
     text, title = dom.cells[_key(model='tied-a', bench='babilong', row='qa1-qa5', tier='0k')]
     assert title.startswith('95% interval: cluster bootstrap; 58 clusters; n=50'), title
     eff = dom.cells[_key(model='tied-a', bench='babilong', row='qa1-qa5', eff='ruler')][0]
-    assert eff == f"{rep['rows'][0].effective['ruler']['contiguous']} [1k-2k]"
+    assert eff == f"{rep.rows[0].effective['ruler'].contiguous} [1k-2k]"
     assert 'Intervals in this table: cluster bootstrap' in html.page(rep, [], [], [])
 
 

@@ -11,8 +11,8 @@ from mmengine.config import ConfigDict
 
 from opencompass_longctx import __version__
 from opencompass_longctx.summarizers.longctx import LongCtxSummarizer
-from opencompass_longctx.summarizers.formats import to_markdown, write
-from opencompass_longctx.summarizers.table import ModelInfo, build
+from opencompass_longctx.writers.formats import to_markdown, write
+from opencompass_longctx.leaderboard.build import ModelInfo, build
 MODEL = 'm'
 TIERS = ('0k', '1k')
 GOOD = {'accuracy': 50.0, 'counts': {'n': 4, 'over_length': 0}, 'package_version': [__version__],
@@ -48,12 +48,12 @@ def test_a_bad_result_file_is_a_missing_cell_with_its_reason(tmp_path, bad):
     rep = build(str(tmp_path), [ModelInfo(MODEL)], ABBRS, expected=[(MODEL, a) for a in ABBRS])
     tier = name.rsplit('_', 1)[1]
     row = 'understanding' if 'standard' in name else 'reasoning'
-    (cell,) = [r.cells[tier] for r in rep['rows'] if r.row == row]
+    (cell,) = [r.cells[tier] for r in rep.rows if r.row == row]
     assert cell.status == 'missing' and all(w in cell.reason for w in words), cell.reason
-    (trust,) = [r for r in rep['rows'] if r.row == 'trustworthiness']
+    (trust,) = [r for r in rep.rows if r.row == 'trustworthiness']
     assert trust.cells[tier].status == 'ok'  # the other datasets of the tier still count
     # listed as a dataset without a usable result, pointing at the file
-    (fail,) = rep['failures']
+    (fail,) = rep.failures
     assert (fail.dataset, fail.stage) == (name, 'result') and fail.log.endswith(f'{name}.json')
     md = to_markdown(rep)
     assert f'- {MODEL}/{name}: ' in md and words[0] in md
@@ -84,7 +84,7 @@ def test_the_summarizers_survive_bad_result_files(tmp_path, bad, capsys):
     assert ours and ours[0].rstrip().endswith('50.00' if bad == 'string count' else '-')
     good = next(a for a in ABBRS if a != name)
     assert any(ln.startswith(good + ' ') and ln.rstrip().endswith('50.00') for ln in out.splitlines())
-    assert [f.dataset for f in report['failures']] == [name, NOLIMA]
+    assert [f.dataset for f in report.failures] == [name, NOLIMA]
     assert any(ln.startswith(NOLIMA + ' ') for ln in out.splitlines())   # NoLiMa's own figures read it the same way
 
 

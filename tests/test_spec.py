@@ -92,7 +92,7 @@ def test_longbio_cells_that_cannot_fit_a_tier(cell, tier, reserve, fits):
 
 
 def test_the_summary_tables_come_from_the_specs():
-    from opencompass_longctx.summarizers.rows import BENCHMARKS
+    from opencompass_longctx.leaderboard.benchmarks import BENCHMARKS
     assert [b.name for b in summary_tables()] == ['babilong', 'longbio', 'nolima', 'longbio_strict']
     assert BENCHMARKS == summary_tables()
     nolima = NoLiMaDataset.benchmark.summary[0]

@@ -1,4 +1,4 @@
-"""The paired comparison and the ranks (opencompass_longctx.stats.paired, .ranks; summarizers.compare), proved by
+"""The paired comparison and the ranks (opencompass_longctx.stats.paired, .ranks; leaderboard.compare), proved by
 simulation and on synthetic finished runs (opencompass_longctx.demo.synthetic_run) at leaderboard size:
 
 * the clustered sign-flip test keeps its false-positive rate on NoLiMa's structure where McNemar does not; exact
@@ -14,7 +14,7 @@ import pytest
 from opencompass_longctx.demo.synthetic_run import write_run
 from opencompass_longctx.stats import paired as stats
 from opencompass_longctx.stats.ranks import holm, length_rank_intervals, rank_intervals
-from opencompass_longctx.summarizers.compare import Comparer, paired_test
+from opencompass_longctx.leaderboard.compare import Comparer, paired_test
 ENTRIES, PER_ENTRY = 58, 130          # a NoLiMa tier: 58 needle entries x (5 haystacks x 26 depths)
 REPS = 2000                           # at 5%: +-0.49 points sd
 
@@ -142,7 +142,7 @@ def test_the_rank_procedure_keeps_its_family_wise_error_under_the_null():
 # ---------------------------------------------------------------------------------------------- leaderboards
 def board_of(tmp_path, acc, tiers, samples, **kw):
     """The leaderboard of a synthetic run, through the report's own merge, table and comparison."""
-    from opencompass_longctx.summarizers.merge import build_merged, merge
+    from opencompass_longctx.leaderboard.merge import build_merged, merge
     run = write_run(str(tmp_path / 'run' / '20261204_000000'), list(acc), lambda m, b, t: acc[m](b, t)
                     if callable(acc[m]) else acc[m], tiers, samples=samples, **kw)
     merged = merge([run])
@@ -185,7 +185,7 @@ def test_ranks_rest_on_the_tiers_both_models_have(tmp_path):
     """Issue 40: a model at 90% on 0k only is not ranked above one at 97% on 0k and 50% on 1k; the difference to
     the leader is over the shared tier (+7), in the leader - model direction."""
     acc = {'short': lambda b, t: 0.90, 'both': lambda b, t: 0.97 if t == '0k' else 0.5}
-    from opencompass_longctx.summarizers.merge import build_merged, merge
+    from opencompass_longctx.leaderboard.merge import build_merged, merge
     run = write_run(str(tmp_path / 'run' / '20261204_000000'), list(acc), lambda m, b, t: acc[m](b, t),
                     {'babilong': ['0k', '1k']}, samples=200)
     import os

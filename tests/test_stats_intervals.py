@@ -13,10 +13,10 @@ import pytest
 from scipy.stats import t as student
 
 from opencompass_longctx.stats import intervals as I
-from opencompass_longctx.summarizers import formats
-from opencompass_longctx.summarizers import table as rp
-from opencompass_longctx.summarizers.intervals import holding_point
-from opencompass_longctx.summarizers.rows import bench_by_name
+from opencompass_longctx.writers import formats
+from opencompass_longctx.leaderboard import build as rp
+from opencompass_longctx.stats.effective import holding_point
+from opencompass_longctx.leaderboard.benchmarks import bench_by_name
 REPS = 2000
 N = 500
 
@@ -149,7 +149,7 @@ def nolima_details(rng, entries, per_entry, p_entry, question_type=None):
 def one_cell(tmp_path, abbr, details, tier):
     write_result(tmp_path, 'm', abbr, details)
     report = rp.build(str(tmp_path), [rp.ModelInfo('m', 32768)], [abbr])
-    return report, [r for r in report['rows'] if r.row == 'main'][0].cells[tier]
+    return report, [r for r in report.rows if r.row == 'main'][0].cells[tier]
 
 
 def test_a_dominated_nolima_cell_from_result_files_rests_on_the_cr2_variance(tmp_path):
@@ -191,7 +191,7 @@ def test_cells_at_0_and_100_percent_on_few_samples_print_bounds_inside_0_100(tmp
             write_result(tmp_path, 'm', f'babilong_qa{t}_{tier}', [{'correct': w} for w in won])
             abbrs.append(f'babilong_qa{t}_{tier}')
     report = rp.build(str(tmp_path), [rp.ModelInfo('m', 32768)], abbrs)
-    cells = [c for r in report['rows'] for c in r.cells.values() if c.status == 'ok']
+    cells = [c for r in report.rows for c in r.cells.values() if c.status == 'ok']
     assert cells and all(0 <= c.ci_lo <= c.score <= c.ci_hi <= 100 for c in cells)
     assert {(c.score, c.ci_lo) for c in cells if c.score == 0} == {(0.0, 0.0)}
     assert {(c.score, c.ci_hi) for c in cells if c.score == 100} == {(100.0, 100.0)}
@@ -208,7 +208,7 @@ def test_a_nan_sample_makes_the_cell_missing_with_the_sample_named_never_nan_in_
     path.write_text(json.dumps({'accuracy': 65.5, 'details': details, 'counts': {'n': 200, 'over_length': 0},
                                 'package_version': rp.__version__}))
     report = rp.build(str(tmp_path), [rp.ModelInfo('m', 32768)], ['nolima_main_1k'])
-    cells = {r.row: r.cells['1k'] for r in report['rows']}
+    cells = {r.row: r.cells['1k'] for r in report.rows}
     assert cells['main'].status == 'missing' and 'sample 7 has correct = nan' in cells['main'].reason
     assert cells['main one-hop'].status != 'ok'        # the one-hop split does not count the NaN as correct
     for text in (formats.to_markdown(report), formats.to_csv(report), formats.to_json(report)):
@@ -221,7 +221,7 @@ def test_clusters_missing_from_old_results_fall_back_to_independent_samples_with
     report, cell = one_cell(tmp_path, 'nolima_main_1k', details, '1k')
     b = I.wilson(cell.score / 100, 200)
     assert cell.ci_method == 'wilson' and (cell.ci_lo, cell.ci_hi) == pytest.approx((b.lo, b.hi))
-    assert any("do not name the clusters ('entry_id'" in n for n in report['notes'])
+    assert any("do not name the clusters ('entry_id'" in n for n in report.notes)
 
 
 def test_babilong_cells_stay_independent_and_the_effective_length_interval_holds_its_point(tmp_path):
@@ -235,13 +235,13 @@ def test_babilong_cells_stay_independent_and_the_effective_length_interval_holds
                          [{'correct': bool(rng.random() < 0.95 - 0.05 * j)} for _ in range(100)])
             abbrs.append(f'babilong_qa{k + 1}_{tier}')
     report = rp.build(str(tmp_path), [rp.ModelInfo('m', 32768)], abbrs)
-    row = [r for r in report['rows'] if r.row == 'qa1-qa5'][0]
+    row = [r for r in report.rows if r.row == 'qa1-qa5'][0]
     c = row.cells['1k']
     b = I.binomial_interval([(0.2, s / 100, 100) for s in c.tasks.values()])
     assert c.ci_method == 'wilson' and c.clusters == 500 and (c.ci_lo, c.ci_hi) == pytest.approx((b.lo, b.hi))
     order = ['<0k', '0k', '1k', '2k', '4k']
-    lo, hi = row.effective['ruler']['interval']
-    assert order.index(lo) <= order.index(row.effective['ruler']['contiguous']) <= order.index(hi)
+    lo, hi = row.effective['ruler'].interval
+    assert order.index(lo) <= order.index(row.effective['ruler'].contiguous) <= order.index(hi)
 
 
 def test_an_effective_length_interval_is_widened_to_hold_its_point():

@@ -13,9 +13,9 @@ import pytest
 from conftest import REPO, run_opencompass
 from opencompass_longctx import __version__
 from opencompass_longctx.stats.intervals import binomial_interval, wilson
-from opencompass_longctx.summarizers.metrics import effective_length, nolima_threshold
-from opencompass_longctx.summarizers.formats import to_csv, to_json, to_markdown
-from opencompass_longctx.summarizers.table import ModelInfo, build
+from opencompass_longctx.stats.effective import effective_length, nolima_threshold
+from opencompass_longctx.writers.formats import to_csv, to_json, to_markdown
+from opencompass_longctx.leaderboard.build import ModelInfo, build
 from opencompass_longctx.summarizers.groups import summary_groups
 def test_nolima_effective_length_gpt4o_example():
     # NoLiMa's GPT-4o: base 99.3 -> threshold 84.4; 1K 98.1, 2K 98.0, 4K 95.7, 8K 89.2, 16K 81.6, 32K 69.7
@@ -66,20 +66,20 @@ def test_table_na_missing_published_and_versions(tmp_path):
                 write_result(tmp_path, 'my-model', f'babilong_qa{i}_{t}', 40.0, version=None if i == 1 else __version__)
     models = [ModelInfo('qwen2.5-7b-instruct', 131072), ModelInfo('my-model', 32768)]
     rep = build(str(tmp_path), models, abbrs)
-    assert rep['tiers'] == ['0k', '4k', '64k']
-    rows = {(r.model, r.row): r for r in rep['rows']}
+    assert rep.tiers == ['0k', '4k', '64k']
+    rows = {(r.model, r.row): r for r in rep.rows}
     assert set(rows) == {('qwen2.5-7b-instruct', 'qa1-qa5'), ('my-model', 'qa1-qa5')}  # qa1-qa10 not run
     q = rows[('qwen2.5-7b-instruct', 'qa1-qa5')]
     assert q.cells['64k'].status == 'n/a' and 'longer than the model' in q.cells['64k'].reason
     assert q.mean == pytest.approx(68.0)  # N/A excluded from the mean
     assert q.published_name == 'Qwen2.5-7B-Instruct' and q.published['4k'] == 66
-    assert q.effective['nolima']['base'] == 70.0 and q.effective['nolima']['contiguous'] == '4k'
-    assert q.effective['ruler']['contiguous'] == '<0k'
+    assert q.effective['nolima'].base == 70.0 and q.effective['nolima'].contiguous == '4k'
+    assert q.effective['ruler'].contiguous == '<0k'
     m = rows[('my-model', 'qa1-qa5')]
     assert m.cells['4k'].status == 'missing' and 'babilong_qa3_4k' in m.cells['4k'].reason
     assert m.cells['64k'].status == 'n/a' and 'max_seq_len 32768' in m.cells['64k'].reason
-    assert m.published_name is None and 'my-model' in rep['models_without_published_counterpart']
-    assert any('my-model/babilong_qa1_0k' in n and 'older version' in n for n in rep['notes'])
+    assert m.published_name is None and 'my-model' in rep.models_without_published_counterpart
+    assert any('my-model/babilong_qa1_0k' in n and 'older version' in n for n in rep.notes)
     md = to_markdown(rep)
     assert '| qwen2.5-7b-instruct | babilong | qa1-qa5 | 70.0 [' in md and '| N/A |' in md
     assert 'published: Qwen2.5-7B-Instruct | 68 | 66 | 55 |' in md
@@ -98,8 +98,8 @@ def test_user_aliases_and_tier_order(tmp_path):
             write_result(tmp_path, 'm', f'babilong_qa{i}_{t}', 10.0)
             abbrs.append(f'babilong_qa{i}_{t}')
     rep = build(str(tmp_path), [ModelInfo('m')], abbrs, model_aliases={'babilong': {'m': 'Gemini 1.5 Pro 002'}})
-    assert rep['tiers'] == ['2k', '192k', '1m']
-    (r,) = rep['rows']
+    assert rep.tiers == ['2k', '192k', '1m']
+    (r,) = rep.rows
     assert r.published_name == 'Gemini 1.5 Pro 002' and r.published['1m'] == 42
 
 
@@ -125,7 +125,7 @@ def test_a_category_mean_over_fewer_cells_than_it_has_says_so(tmp_path):
     every = [c['cell'] for c in LONGBIO_CELLS]
     abbrs = _longbio_run(tmp_path, {'1k': [c for c in every if c != 'multi_standard_10'], '8k': every})
     rep = build(str(tmp_path), [ModelInfo('m')], abbrs)
-    rows = {r.row: r for r in rep['rows']}
+    rows = {r.row: r for r in rep.rows}
     assert rows['understanding'].cells['1k'].text(True).endswith('(5/6)')
     assert (rows['understanding'].cells['1k'].cells_used, rows['understanding'].cells['1k'].cells_total) == (5, 6)
     assert rows['understanding'].cells['8k'].text(True) == '60.0 ' + rows['understanding'].cells['8k'].interval_text()
@@ -174,7 +174,7 @@ def _mixed_report(tmp_path):
 
 
 def test_plots_have_one_axis_per_benchmark_and_no_empty_plot(tmp_path, monkeypatch):
-    from opencompass_longctx.summarizers import plots
+    from opencompass_longctx.writers import plots
     rep = _mixed_report(tmp_path)
     specs = {p['file']: p for p in plots.score_plots(rep)}
     assert specs['score_vs_tier_babilong_qa1-qa5.png']['tiers'] == ['0k', '4k']  # not NoLiMa's 250/500
@@ -190,11 +190,11 @@ def test_plots_have_one_axis_per_benchmark_and_no_empty_plot(tmp_path, monkeypat
 
 
 def test_heatmap_explains_blank_cells(tmp_path, monkeypatch):
-    from opencompass_longctx.summarizers import plots
+    from opencompass_longctx.writers import plots
     rep = _mixed_report(tmp_path)
     (h,) = plots.heatmaps(rep)
     assert h['tiers'] == ['250', '500'] and h['grid'][0] == [100.0, 100.0] and h['grid'][5] == [None, None]
-    assert rep['depth']['nolima']['m']['250'][0] == [1, 1]  # [correct, n] in the depth bin 0-10%
+    assert rep.benchmarks['nolima'].depth['m']['250'][0] == [1, 1]  # [correct, n] in the depth bin 0-10%
     path = plots.plot_report(rep, str(tmp_path / 'png'))[-1]  # the real file
     assert path.endswith('depth_nolima_m.png') and os.path.getsize(path) > 10000
     drawn = {}

@@ -70,7 +70,7 @@ def test_opencompass_groups_are_the_tier_table_rows(tmp_path):
              '2k': {'standard': 50.0, 'rank_2': 30.0, 'citation_1': 70.0}}
     results = {f'longbio_{c}_{t}': (acc, _details(4, 2)) for t, cs in cells.items() for c, acc in cs.items()}
     report = LongCtxSummarizer(_run(tmp_path, results), plots=False).summarize(time_str='t')
-    table = {(r.row, t): c.score for r in report['rows'] for t, c in r.cells.items() if c.status == 'ok'}
+    table = {(r.row, t): c.score for r in report.rows for t, c in r.cells.items() if c.status == 'ok'}
     rows = _summary_csv(tmp_path)
     groups = summary_groups(list(results))
     assert [g['name'] for g in groups] == [f'longbio_{r}_{t}' for t in cells

@@ -176,10 +176,10 @@ def _result(run_dir: str, model: str, abbr: str) -> Optional[Dict]:
 
 def failed_tasks(run_dir: str, expected: Optional[List] = None) -> Dict:
     """Every dataset of the run without a usable result, with the stage that failed, the exception and its task's
-    log (:func:`opencompass_longctx.summarizers.failures.find_failures`), and the tail of each such log; also any
+    log (:func:`opencompass_longctx.leaderboard.failures.find_failures`), and the tail of each such log; also any
     infer log with a traceback whose datasets all have results (a task that failed after writing them; an eval
     task's failure is a dataset without a result, found above)."""
-    from opencompass_longctx.summarizers.failures import find_failures
+    from opencompass_longctx.leaderboard.failures import find_failures
     if expected is None:
         expected = [(t['model'], d) for t in read_plan(run_dir)['task_list'] for d in t['datasets']]
     failures = find_failures(run_dir, expected, lambda m, a: _result(run_dir, m, a))

@@ -310,7 +310,7 @@ def stage_opencompass(rec, config_path: str, work_dir: str, env: Dict, rehearse:
     out.update(fails)
     out.update(judge_run(out, rehearse))
     if out['status'] == 'failed' and rc != 0:
-        from opencompass_longctx.summarizers.failures import last_exception
+        from opencompass_longctx.leaderboard.failures import last_exception
         exc = last_exception(tail(log, 400, 64000))
         if exc:         # OpenCompass itself stopped (e.g. the plan's problems): that, not the tasks it never ran
             out['opencompass_error'] = exc

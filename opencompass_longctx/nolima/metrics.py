@@ -14,7 +14,7 @@ All values are percentages. Worked example (GPT-4o): base 99.3 -> threshold 84.4
 from collections import defaultdict
 from typing import Dict, Iterable, List, Mapping, Optional
 
-from opencompass_longctx.effective import NOLIMA_RATIO, passing_run
+from opencompass_longctx.stats.effective import NOLIMA_RATIO, passing_run
 from opencompass_longctx.nolima.needles import NoLiMaError
 BASE_LENGTHS = (250, 500, 1000)
 THRESHOLD_RATIO = NOLIMA_RATIO

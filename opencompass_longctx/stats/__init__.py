@@ -4,7 +4,9 @@
   cluster-robust form where samples share text);
 * :mod:`.paired`: the paired test of two models on the same samples (exact McNemar, the sign-flip test over
   clusters: exact enumeration for few clusters, its normal approximation for many);
-* :mod:`.ranks`: Holm's step-down correction and the rank intervals of a leaderboard.
+* :mod:`.ranks`: Holm's step-down correction and the rank intervals of a leaderboard;
+* :mod:`.effective`: the effective-length rule, its thresholds and the interval of an effective length over
+  resampled tier scores.
 
-The report (:mod:`opencompass_longctx.summarizers`) calls these; they call nothing of it.
+The report model (:mod:`opencompass_longctx.leaderboard`) calls these; they call nothing of it.
 """

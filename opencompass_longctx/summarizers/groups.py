@@ -18,7 +18,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from opencompass_longctx.spec import Bench
 from opencompass_longctx.tiers import parse_tier, sort_tiers
-from opencompass_longctx.summarizers.rows import BENCHMARKS, classify
+from opencompass_longctx.leaderboard.benchmarks import BENCHMARKS, classify
 DATASET_CONFIGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'configs', 'datasets')
 
 

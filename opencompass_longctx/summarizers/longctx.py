@@ -10,59 +10,34 @@ exception's last line and the task log (OpenCompass itself exits 0 when tasks fa
 (or ``LONGCTX_FAIL_ON_MISSING=1``) the ``opencompass`` command then exits with status 1. Select it with
 ``configs/summarizers/longctx.py``.
 
-A dataset of this package that no cell of the tier table reads (:mod:`.placement`: a user-made abbr such as
-``babilong_qa1_4k_sys``, a task in no row, ...) is listed after the table (and under ``unplaced`` in its JSON);
-when it has results (scores the table does not show) the command then exits with status 1 naming it, unless
-``allow_unplaced=True`` (or ``LONGCTX_ALLOW_UNPLACED=1``) accepts it (a warning only).
+The tier report is :mod:`opencompass_longctx.leaderboard`'s, written by :mod:`opencompass_longctx.writers`.
+
+A dataset of this package that no cell of the tier table reads (:mod:`opencompass_longctx.leaderboard.placement`: a
+user-made abbr such as ``babilong_qa1_4k_sys``, a task in no row, ...) is listed after the table (and under
+``unplaced`` in its JSON); when it has results (scores the table does not show) the command then exits with status 1
+naming it, unless ``allow_unplaced=True`` (or ``LONGCTX_ALLOW_UNPLACED=1``) accepts it (a warning only).
 """
 import json
 import os
-from dataclasses import asdict
 from datetime import datetime
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from opencompass.summarizers.default import DefaultSummarizer, model_abbr_from_cfg_used_in_summarizer
 from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
 
-from opencompass_longctx.summarizers.caveats import mark_caveats
 from opencompass_longctx.combinations import resolved_config
-from opencompass_longctx.summarizers.failures import Failure
-from opencompass_longctx.summarizers.metrics import NOLIMA_RATIO, RULER_THRESHOLD
-from opencompass_longctx.summarizers.placement import ALLOW_ENV, allow_unplaced_enabled, exit_message, section, stopping, unplaced
-from opencompass_longctx.summarizers.formats import to_markdown, write
-from opencompass_longctx.summarizers.table import ModelInfo, Results, build
-from opencompass_longctx.spec import OwnReport, spec_of
 from opencompass_longctx.errors import in_opencompass
-from opencompass_longctx.weights import record_run_models
+from opencompass_longctx.leaderboard.build import build
+from opencompass_longctx.leaderboard.failures import fail_on_missing_enabled, failure_exit
+from opencompass_longctx.leaderboard.placement import (ALLOW_ENV, allow_unplaced_enabled, exit_message, stopping,
+                                                       unplaced)
+from opencompass_longctx.leaderboard.results import Results
+from opencompass_longctx.leaderboard.runs import table_inputs
+from opencompass_longctx.spec import OwnReport, spec_of
+from opencompass_longctx.stats.effective import NOLIMA_RATIO, RULER_THRESHOLD
 from opencompass_longctx.summarizers.groups import summary_groups as spec_groups
-FAIL_ENV = 'LONGCTX_FAIL_ON_MISSING'
-
-
-def table_inputs(cfg) -> Tuple[List[ModelInfo], List[str], List[Tuple[str, str]]]:
-    """From a run's config: the models, the dataset abbrs, and the (model, dataset) pairs the run was meant to
-    produce (``model_dataset_combinations`` when the config has it, else every model with every dataset)."""
-    models = [ModelInfo(model_abbr_from_cfg(m), m.get('max_seq_len')) for m in cfg['models']]
-    abbrs = [dataset_abbr_from_cfg(d) for d in cfg['datasets']]
-    combos = cfg.get('model_dataset_combinations') or [dict(models=cfg['models'], datasets=cfg['datasets'])]
-    expected = [(model_abbr_from_cfg(m), dataset_abbr_from_cfg(d))
-                for c in combos for m in c['models'] for d in c['datasets']]
-    return models, abbrs, list(dict.fromkeys(expected))
-
-
-def fail_on_missing_enabled(flag: Optional[bool]) -> bool:
-    if flag is not None:
-        return bool(flag)
-    return os.environ.get(FAIL_ENV, '').strip().lower() in ('1', 'true', 'yes')
-
-
-def failure_exit(failures: Sequence[Failure], where: str) -> SystemExit:
-    """The SystemExit (status 1, message on stderr) that ends a run whose datasets failed."""
-    lines = [f'  {f.line()}' for f in failures]
-    return SystemExit(f'{len(failures)} dataset(s) of the run failed or have no usable result '
-                      f'(fail_on_missing / {FAIL_ENV}); the tier table lists them too ({where}):\n'
-                      + '\n'.join(lines))
-
-
+from opencompass_longctx.weights import record_run_models
+from opencompass_longctx.writers.formats import to_markdown, write
 class RobustSummarizer(DefaultSummarizer):
     """``DefaultSummarizer`` whose result reading survives bad files: OpenCompass's own ``_pick_up_results`` reads
     the files it can parse, model by model; a file it cannot (truncated, ``[]``, not a JSON object: read once
@@ -177,24 +152,20 @@ class LongCtxSummarizer(RobustSummarizer):
         out_dir = os.path.dirname(output_path) if output_path else os.path.join(self.work_dir, 'summary')
         self.write_own_reports(out_dir, time_str)
         models, abbrs, expected = table_inputs(self.cfg)
-        report = build(self.work_dir, models, abbrs, self.ruler_threshold, self.nolima_ratio,
-                       self.model_aliases, expected=expected, results=self.results)
-        mark_caveats(report, self.cfg['models'])   # tiers a model runs beyond its engine's support: marked
         lost = unplaced(self.cfg['datasets'], expected, dataset_abbr_from_cfg,
                         has_result=lambda m, a: os.path.isfile(self.results.path(m, a)))
-        report['unplaced'] = [asdict(u) for u in lost]   # (in the JSON)
+        report = build(self.work_dir, models, abbrs, self.ruler_threshold, self.nolima_ratio,
+                       self.model_aliases, expected=expected, results=self.results,
+                       model_cfgs={model_abbr_from_cfg(m): m for m in self.cfg['models']}, unplaced=lost)
         paths = write(report, out_dir, f'longctx_{time_str}', self.plots)
-        if lost:
-            with open(paths['md'], 'a', encoding='utf-8') as f:
-                f.write(section(lost))
-        print('\nLong-context tier table\n\n' + to_markdown(report) + section(lost))
+        print('\nLong-context tier table\n\n' + to_markdown(report))
         self.logger.info(f'long-context tier table: {paths}')
         stops = []
-        if report['failures']:
-            self.logger.warning(f'{len(report["failures"])} dataset(s) failed or have no usable result: '
-                                + '; '.join(f.line() for f in report['failures']))
+        if report.failures:
+            self.logger.warning(f'{len(report.failures)} dataset(s) failed or have no usable result: '
+                                + '; '.join(f.line() for f in report.failures))
             if self.fail_on_missing:
-                stops.append(failure_exit(report['failures'], paths['md']).code)
+                stops.append(failure_exit(report.failures, paths['md']).code)
         if lost:
             self.logger.warning(f'{len(lost)} dataset(s) of the run are not in the tier table: '
                                 + '; '.join(u.line() for u in lost)

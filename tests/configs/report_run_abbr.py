@@ -1,6 +1,6 @@
 # Test config: report_run.py's rule-reader run under a model abbr with a slash (OpenCompass nests
 # results/org/...), a leading dot, a space, a non-ASCII letter and '..' inside a name. Plots off: the depth plot's
-# file name is another part's (summarizers/plots.py); this run proves the results, the table and the merge.
+# file name is another part's (writers/plots.py); this run proves the results, the table and the merge.
 from mmengine.config import read_base
 
 with read_base():

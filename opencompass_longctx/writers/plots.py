@@ -1,5 +1,5 @@
 """PNG plots of a tier report: score vs tier per benchmark row (a line per model), and needle-depth x tier
-heatmaps per benchmark and model where the benchmark records each sample's depth (``report['depth']``).
+heatmaps per benchmark and model where the benchmark records each sample's depth (``BenchResult.depth``).
 
 Each plot's x axis is its own benchmark's tiers (BABILong plots do not get NoLiMa's 250 and 500). A plot with
 nothing to draw is not written. What each plot shows is computed first as plain data (``score_plots``,
@@ -18,6 +18,9 @@ import hashlib
 import os
 import re
 from typing import Dict, List
+
+from opencompass_longctx.leaderboard.benchmarks import BENCHMARKS
+from opencompass_longctx.leaderboard.tier_report import TierReport
 
 BLANK = 'blank: no sample at this depth and tier'
 MARKERS = ('o', 's', '^', 'D', 'v', 'P', 'X', '*', '<', '>')
@@ -63,17 +66,17 @@ def _plt():
     return plt
 
 
-def score_plots(report: dict) -> List[dict]:
+def score_plots(report: TierReport) -> List[dict]:
     """One entry per (benchmark, row) that has a score or a published number at some tier:
     {file, title, tiers, series: [{label, model, x, y, err, partial, na, failed, published}], na: [(model, x)]};
     x indexes ``tiers``; ``partial`` = {x: 'k/n'} for a row mean over k of its n datasets; ``na`` and ``failed``:
     the x of the model's N/A and FAIL cells."""
     groups: Dict[tuple, list] = {}
-    for r in report['rows']:
+    for r in report.rows:
         groups.setdefault((r.bench, r.row), []).append(r)
     out = []
     for (bench, row), rows in groups.items():
-        tiers = report['bench_tiers'][bench]
+        tiers = report.benchmarks[bench].tiers
         series, na = [], []
         for r in rows:
             cells = [(i, r.cells.get(t)) for i, t in enumerate(tiers)]
@@ -98,24 +101,24 @@ def score_plots(report: dict) -> List[dict]:
     return out
 
 
-def heatmaps(report: dict) -> List[dict]:
-    """One entry per (benchmark, model) with per-sample depths: {file, title, bench, model, tiers, grid, counts} where
-    grid[bin][j] is the accuracy (%) of the samples in that depth bin at tiers[j], or None (no sample there), and
-    counts[bin][j] its (correct, samples)."""
+def heatmaps(report: TierReport) -> List[dict]:
+    """One entry per (benchmark, model) with per-sample depths, the benchmarks in the specs' order: {file, title,
+    bench, model, tiers, grid, counts} where grid[bin][j] is the accuracy (%) of the samples in that depth bin at
+    tiers[j], or None (no sample there), and counts[bin][j] its (correct, samples)."""
     out = []
-    for bench, by_model in report.get('depth', {}).items():
-        tiers = report['bench_tiers'][bench]
-        for model, by_tier in by_model.items():
+    for bench in (report.benchmarks[b.name] for b in BENCHMARKS if b.name in report.benchmarks):
+        tiers = bench.tiers
+        for model, by_tier in bench.depth.items():
             bins = len(next(iter(by_tier.values())))
             counts = [[tuple(by_tier[t][b]) if t in by_tier else (0, 0) for t in tiers] for b in range(bins)]
             grid = [[100.0 * c / n if n else None for c, n in row] for row in counts]
-            out.append(dict(file=depth_plot_file(bench, model), bench=bench, model=model,
-                            title=f'{bench}: accuracy by depth and tier ({model})', tiers=tiers, grid=grid,
+            out.append(dict(file=depth_plot_file(bench.name, model), bench=bench.name, model=model,
+                            title=f'{bench.name}: accuracy by depth and tier ({model})', tiers=tiers, grid=grid,
                             counts=counts))
     return out
 
 
-def plot_report(report: dict, out_dir: str) -> List[str]:
+def plot_report(report: TierReport, out_dir: str) -> List[str]:
     plt = _plt()
     os.makedirs(out_dir, exist_ok=True)
     planned = score_plots(report) + heatmaps(report)

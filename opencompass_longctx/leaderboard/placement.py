@@ -1,7 +1,8 @@
 """Which of a run's benchmark datasets no tier-table cell reads, and why (pure functions; no OpenCompass import of
-their own: a dataset ``type`` written as a dotted path is imported to find its benchmark, as :func:`.specs.spec_of`).
+their own: a dataset ``type`` written as a dotted path is imported to find its benchmark, as
+:func:`opencompass_longctx.spec.spec_of`).
 
-The tier table reads a dataset's benchmark, task and tier from its abbr (:func:`.specs.classify`, each benchmark's
+The tier table reads a dataset's benchmark, task and tier from its abbr (:func:`.benchmarks.classify`, each benchmark's
 :meth:`Bench.match`). A dataset of this package (its ``type`` is one of the benchmarks' dataset classes: the spec's
 ``dataset_type``) that the table cannot read is *unplaced*: its scores are only in OpenCompass's own summary. That
 happens when
@@ -22,12 +23,12 @@ accept them (``allow_unplaced=True`` in the summarizer config, ``--allow-unplace
 """
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from opencompass_longctx.spec import TIER_PATTERN, Bench, BenchmarkSpec, all_specs, spec_of
 from opencompass_longctx.tiers import TierError, canonical_tier
-from opencompass_longctx.summarizers.rows import BENCHMARKS
+from opencompass_longctx.leaderboard.benchmarks import BENCHMARKS
 ALLOW_ENV = 'LONGCTX_ALLOW_UNPLACED'
 
 
@@ -40,10 +41,17 @@ class Unplaced:
     run: str = ''         # the run directory, where several are read (longctx-report)
     with_result: Tuple[str, ...] = ()   # the models that have a result file of it (checked when told how)
     no_result: bool = False             # True: checked, and no model has one (it is listed as failed or missing)
+    accepted_by_run: Optional[bool] = None   # longctx-report: whether its run's summarizer accepts it (allow_unplaced)
 
     def line(self) -> str:
         return ((f'{self.run}: ' if self.run else '') + f'{self.dataset} ({self.benchmark}): {self.reason}'
                 + (' (no result: it is listed under "Failed or missing" too)' if self.no_result else ''))
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        if self.accepted_by_run is None:
+            del out['accepted_by_run']
+        return out
 
 
 def stopping(found: Sequence[Unplaced]) -> List[Unplaced]:
@@ -185,16 +193,6 @@ def unplaced(datasets: Sequence[dict], pairs: Optional[Sequence[Tuple[str, str]]
         out = [replace(u, with_result=tuple(models.get(u.dataset, ())), no_result=not models.get(u.dataset))
                for u in out]
     return out
-
-
-def section(found: Sequence[Unplaced]) -> str:
-    """The markdown section that lists them (empty when there are none)."""
-    if not found:
-        return ''
-    head = (f'Not in the tier table ({len(found)} dataset(s) of the run that no cell reads; their scores are only in '
-            "OpenCompass's own summary):")
-    return '\n'.join(['', head] + [f'- {u.line()}' for u in found]) + '\n'
-
 
 
 def exit_message(found: Sequence[Unplaced], where_written: str) -> str:

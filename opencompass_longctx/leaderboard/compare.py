@@ -23,27 +23,27 @@ testable`` (no sign flip can reach p < 0.05 there) and never significant.
 
 The leaderboard (:meth:`Comparer.leaderboard`) ranks each benchmark's ranking row (its ``mean`` row, else its
 first) per tier and overall, with rank intervals from all pairwise tests under Holm's correction
-(:mod:`opencompass_longctx.stats.ranks`).
+(:mod:`opencompass_longctx.stats.ranks`). Their Markdown, CSV and JSON: :mod:`opencompass_longctx.writers.comparison`.
 """
 import hashlib
 import itertools
 import math
-import zlib
 from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from opencompass_longctx.errors import LongCtxError
+from opencompass_longctx.leaderboard.benchmarks import bench_by_name
+from opencompass_longctx.leaderboard.build import row_task_names
+from opencompass_longctx.leaderboard.merge import MergedResults
+from opencompass_longctx.leaderboard.runs import ReportInputError, per_model_copy, prompt_text, read_predictions
+from opencompass_longctx.leaderboard.tier_report import Effective, TierReport
+from opencompass_longctx.leaderboard.units import detail_value, value_key
 from opencompass_longctx.overlength import ENGINE_ERROR, ENGINE_TOO_SMALL, OVER_LENGTH
 from opencompass_longctx.stats import paired as stats
 from opencompass_longctx.stats.ranks import holm, length_rank_intervals, rank_intervals, rank_text
 from opencompass_longctx.tiers import parse_tier
-from opencompass_longctx.summarizers.merge import MergedResults, ReportInputError, per_model_copy, prompt_text, read_predictions
-from opencompass_longctx.summarizers.intervals import detail_value, value_key
-from opencompass_longctx.summarizers.formats import effective_text, md_row
-from opencompass_longctx.summarizers.table import row_task_names
-from opencompass_longctx.summarizers.rows import bench_by_name
-from opencompass_longctx.errors import LongCtxError
 LEVEL = stats.LEVEL
 STATUS = ('scored', 'over-length', 'engine too small', 'engine error')
 _MARKERS = {OVER_LENGTH: 1, ENGINE_TOO_SMALL: 2, ENGINE_ERROR: 3}
@@ -217,16 +217,16 @@ def paired_test(strata: Sequence[Tuple[float, np.ndarray, np.ndarray, np.ndarray
 
 # ---------------------------------------------------------------------------------------------- the table
 class Comparer:
-    def __init__(self, report: dict, results: MergedResults, marks: Dict[Tuple[str, str], str]):
+    def __init__(self, report: TierReport, results: MergedResults, marks: Dict[Tuple[str, str], str]):
         self.report, self.results, self.marks = report, results, marks
-        self.rows = {(r.model, r.bench, r.row): r for r in report['rows']}
-        self.fps = report.get('fingerprints') or {}
+        self.rows = report.by_key
+        self.fps = report.merge.fingerprints if report.merge else {}
         self._memo: Dict[tuple, Paired] = {}
         self._unit_memo: Dict[tuple, object] = {}
         self.idents, self.clusters = Codes(), Codes()
 
     def models(self) -> List[str]:
-        return list(dict.fromkeys(r.model for r in self.report['rows']))
+        return self.report.models
 
     def _units(self, model: str, abbr: str, spec, detail_filter: Tuple[str, str]) -> Samples:
         key = (model, abbr, detail_filter)
@@ -255,7 +255,7 @@ class Comparer:
             for t in tasks:
                 da, db = ra.datasets[tier][t], rb.datasets[tier][t]
                 fa, fb = self.fps.get(f'{a}/{da}'), self.fps.get(f'{b}/{db}')
-                if fa and fb and fa['mode'] != fb['mode']:
+                if fa and fb and fa.mode != fb.mode:
                     notes.append(f'{t}: not compared (the scoring differs)')
                     continue
                 try:
@@ -280,7 +280,7 @@ class Comparer:
         ra, rb = self.rows.get((a, bench, row)), self.rows.get((b, bench, row))
         if ra is None or rb is None:
             return []
-        return [t for t in self.report['bench_tiers'][bench] if t in ra.cells and t in rb.cells
+        return [t for t in self.report.benchmarks[bench].tiers if t in ra.cells and t in rb.cells
                 and ra.cells[t].status == 'ok' and rb.cells[t].status == 'ok']
 
     def compare(self, a: str, b: str, bench: str, row: str, tier: str) -> Paired:
@@ -334,7 +334,7 @@ class Comparer:
                     continue
                 if not any(c.status == 'ok' for x in (r, self.rows[b, bench, row]) for c in x.cells.values()):
                     continue  # no score on either side (the tier table says why)
-                tiers = [t for t in self.report['bench_tiers'][bench] if t in r.cells]
+                tiers = [t for t in self.report.benchmarks[bench].tiers if t in r.cells]
                 out += [self.compare(a, b, bench, row, t) for t in tiers + ['mean']]
         return out
 
@@ -352,7 +352,7 @@ class Comparer:
     def ranking_rows(self) -> List[Tuple[str, str]]:
         """(benchmark, row) of each benchmark's ranking: its ``mean`` row, else its first row with a score."""
         out = []
-        for bench in self.report['bench_tiers']:
+        for bench in self.report.benchmarks:
             spec = bench_by_name(bench)
             ok = [r.name for r in spec.rows if any(c.status == 'ok' for k, x in self.rows.items()
                                                    if k[1:] == (bench, r.name) for c in x.cells.values())]
@@ -361,7 +361,7 @@ class Comparer:
         return out
 
     def leaderboard(self, rank_by: str = 'score') -> List[dict]:
-        """The ranking of each benchmark's ranking row, one entry per model, in rank order (:data:`RANK_RULE`).
+        """The ranking of each benchmark's ranking row, one entry per model, in rank order (:data:`opencompass_longctx.writers.comparison.RANK_RULE`).
 
         ``rank_by='score'``: by the paired tests. Per tier, the models with a score there; overall, every pair
         compared on the tiers both have (``tier='mean'``). Holm's correction runs over every pair of one ranking
@@ -394,7 +394,7 @@ class Comparer:
                 and any(c.status == 'ok' for c in r.cells.values())]
         models = [r.model for r in rows]
         by_model = {r.model: r for r in rows}
-        tiers = self.report['bench_tiers'][bench]
+        tiers = self.report.benchmarks[bench].tiers
         tier_ranks = {}
         for t in tiers:
             have = [r.model for r in rows if t in r.cells and r.cells[t].status == 'ok']
@@ -410,10 +410,10 @@ class Comparer:
         if rank_by == 'score':
             order = sorted(models, key=lambda m: (-wins[m], -own[m]))
         else:
-            spans = {m: _span(by_model[m].effective.get(rank_by) or {}, spec.tier_unit) for m in models}
+            spans = {m: _span(by_model[m].effective.get(rank_by) or Effective(), spec.tier_unit) for m in models}
             ranks = length_rank_intervals(spans)
-            order = sorted(models, key=lambda m: (-_length((by_model[m].effective.get(rank_by) or {})
-                                                           .get('contiguous'), spec.tier_unit), -own[m]))
+            order = sorted(models, key=lambda m: (-_length((by_model[m].effective.get(rank_by) or Effective())
+                                                           .contiguous, spec.tier_unit), -own[m]))
         most = max((len(self.shared_tiers(m, m, bench, row)) for m in models), default=0)
         leader = order[0] if order else None
         out = []
@@ -422,13 +422,13 @@ class Comparer:
             vs = None if m == leader else self.compare(leader, m, bench, row, 'mean')
             p_holm = None if vs is None else adjusted.get((leader, m), adjusted.get((m, leader)))
             mine = self.shared_tiers(m, m, bench, row)
-            eff = r.effective.get('ruler' if rank_by == 'score' else rank_by) or {}
+            eff = r.effective.get('ruler' if rank_by == 'score' else rank_by) or Effective()
             lo, hi = ranks[m]
             out.append(dict(
                 bench=bench, row=row, rank=lo, rank_hi=hi, rank_text=rank_text((lo, hi)), model=m,
                 rank_by=rank_by, tier_ranks={t: list(tr[m]) for t, tr in tier_ranks.items() if m in tr},
                 tiers=mine, partial=len(mine) < most, mean=r.mean,
-                effective=eff.get('contiguous'), effective_interval=eff.get('interval'),
+                effective=eff.contiguous, effective_interval=eff.interval,
                 leader=leader if vs is not None else None, direction=vs and DIRECTION,
                 decision=_decision(m, lo, hi, len(models), tests, adjusted, rank_by, len(mine), most),
                 vs=None if vs is None else dict(asdict(vs), significant=vs.significant and p_holm is not None
@@ -467,107 +467,11 @@ def _length(tier: Optional[str], unit: int) -> float:
     return -1 if tier.startswith('<') else parse_tier(tier).tokens(unit)
 
 
-def _span(eff: dict, unit: int) -> Optional[Tuple[float, float]]:
+def _span(eff: Effective, unit: int) -> Optional[Tuple[float, float]]:
     """(lo, hi) of an effective length's 95% interval in tokens; the point twice where there is no interval."""
-    point, interval = eff.get('contiguous'), eff.get('interval')
+    point, interval = eff.contiguous, eff.interval
     if point is None:
         return None
     if not interval or None in tuple(interval)[:2]:
         return _length(point, unit), _length(point, unit)
     return _length(interval[0], unit), _length(interval[1], unit)
-
-
-# ---------------------------------------------------------------------------------------------- output
-def _num(v: Optional[float], fmt: str = '+.1f') -> str:
-    return '' if v is None else format(v, fmt)
-
-
-def interval_text(p: Paired) -> str:
-    return '' if p.lo is None else f'[{p.lo:+.1f}, {p.hi:+.1f}]'
-
-
-def excluded_text(p: Paired) -> str:
-    parts = [f'{v} {k}' for k, v in sorted(p.excluded.items())]
-    if p.unmatched:
-        parts.append(f'{p.unmatched} in one model only')
-    return ', '.join(parts) or '0'
-
-
-def method_text(p: Paired) -> str:
-    """'sign-flip (58 clusters)', 'mcnemar (7540 pairs)', 'not testable'."""
-    if not p.method or p.method == stats.NOT_TESTABLE or not p.clusters:
-        return p.method
-    return f'{p.method} ({p.clusters} {"pairs" if p.method == "mcnemar" else "clusters"})'
-
-
-METHODS = ('Methods (95% level): sign-flip = a sign-flip permutation test over clusters (samples that share text, '
-           "as the benchmark declares them: NoLiMa's needle entry; else every sample its own), every one of the 2^G "
-           f'sign vectors counted for G <= {stats.EXACT_UP_TO} clusters (a uniform win over G clusters: p = 2/2^G), '
-           'its interval the same test inverted; sign-flip (normal) = its normal approximation, for more clusters; '
-           'mcnemar = the exact McNemar test and Clopper-Pearson interval, for independent 0/1 samples of equal '
-           f'weight; not testable = fewer than {stats.MIN_TESTABLE} clusters, where no sign flip can reach p < 0.05. '
-           '* = p < 0.05.')
-RANK_RULE = ('Ranks ({rank_by}): by score, every pair of models is compared (paired, over the samples and the tiers '
-             "both have) and Holm's step-down correction runs over all pairs of the ranking at once; a model's rank "
-             'interval is [1 + the models significantly better, K - the models significantly worse] (a single number '
-             'when both ends meet; models whose intervals share a rank are not told apart). Models are listed by '
-             'pairwise wins on their shared tiers, then their mean. Per tier the same over the models with a score '
-             'there. By ruler or nolima: by that effective length, the rank interval from the effective lengths\' '
-             '95% intervals (a model is above another only when its interval lies wholly above).')
-
-
-def _board_line(e: dict) -> str:
-    vs = e['vs'] or {}
-    p = Paired(**{k: v for k, v in vs.items() if k in Paired.__dataclass_fields__}) if vs else None
-    eff = effective_text(dict(contiguous=e['effective'], interval=e.get('effective_interval')))
-    diff = ('' if p is None else f'{p.a} - {p.b} = {p.diff:+.1f}' + (' *' if vs.get('significant') else '')
-            if p.diff is not None else p.note)
-    per_tier = ', '.join(f'{t}: {rank_text(tuple(r))}' for t, r in e.get('tier_ranks', {}).items())
-    return md_row([e['bench'], e['row'], e.get('rank_text', e['rank']), e['model'], _num(e['mean'], '.1f') or '-',
-                   ', '.join(e.get('tiers') or []) + (' †' if e.get('partial') else ''), per_tier, diff,
-                   '' if p is None else interval_text(p), '' if p is None else method_text(p),
-                   _num(vs.get('p_holm'), '.3g'), eff, e.get('decision', '')])
-
-
-def to_markdown(table: Sequence[Paired], board: Sequence[dict], rank_by: str = 'score') -> str:
-    models = {x for p in table for x in (p.a, p.b)}
-    lines = ['Paired differences A - B (percentage points) over the samples both models ran, 95% interval. '
-             + METHODS, '']
-    if len(models) > FULL_TABLE_UP_TO:
-        lines += [f'{len(models)} models: the pairwise table ({len(table)} comparisons) is in longctx_compare.csv '
-                  'and .json; the ranks below rest on it.']
-    else:
-        lines += ['| A | B | benchmark | row | tier | A - B | 95% interval | method | p | pairs | excluded | note |',
-                  '|' + '---|' * 12]
-        for p in table:
-            lines.append(md_row([p.a, p.b, p.bench, p.row, p.tier, _num(p.diff) + (' *' if p.significant else ''),
-                                 interval_text(p), method_text(p), _num(p.p, '.3g'), str(p.pairs), excluded_text(p),
-                                 p.note]))
-    lines += ['', 'Leaderboard per benchmark. ' + RANK_RULE.format(rank_by=rank_by)
-              + ' †: the model has fewer tiers than others and is ranked on the tiers it shares with each.', '',
-              '| benchmark | row | rank | model | mean | tiers | rank per tier | vs leader (leader - model, shared '
-              'tiers) | 95% interval | method | p (Holm) | eff. len (95% interval) | why |', '|' + '---|' * 13]
-    lines += [_board_line(e) for e in board]
-    return '\n'.join(lines) + '\n'
-
-
-def to_csv(table: Sequence[Paired]) -> str:
-    import csv
-    import io
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(['a', 'b', 'benchmark', 'row', 'tier', 'diff', 'lo', 'hi', 'significant', 'testable', 'method', 'p',
-                'clusters', 'pairs', 'excluded', 'unmatched', 'note'])
-    for p in table:
-        w.writerow([p.a, p.b, p.bench, p.row, p.tier, _num(p.diff, '.4f'), _num(p.lo, '.4f'), _num(p.hi, '.4f'),
-                    int(p.significant), int(p.testable), p.method, _num(p.p, '.6g'), p.clusters, p.pairs,
-                    excluded_text(p), p.unmatched, p.note])
-    return buf.getvalue()
-
-
-def to_json(table: Sequence[Paired], board: Sequence[dict], rank_by: str = 'score') -> str:
-    import json
-    rows = [dict(asdict(p), significant=p.significant) for p in table]
-    method = dict(level=LEVEL, tests=METHODS, exact_up_to=stats.EXACT_UP_TO, min_testable=stats.MIN_TESTABLE,
-                  ranks=RANK_RULE.format(rank_by=rank_by))
-    return json.dumps({'method': method, 'paired': rows, 'leaderboard': list(board)}, indent=1, sort_keys=True)

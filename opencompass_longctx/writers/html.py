@@ -22,11 +22,14 @@ import os
 from dataclasses import fields
 from typing import Dict, List, Optional, Sequence
 
-from opencompass_longctx.summarizers import heatmaps as hm
-from opencompass_longctx.summarizers.browser import (CHROMIUM_FLAGS, CHROMIUM_INSTALL, dump_dom,  # noqa: F401
-                                                     find_chromium, png_size, probe, screenshot)
-from opencompass_longctx.summarizers.formats import effective_text, shown_rows
-from opencompass_longctx.summarizers.plots import depth_plot_file, score_plot_file
+from opencompass_longctx.leaderboard.benchmarks import BENCHMARKS, bench_by_name
+from opencompass_longctx.leaderboard.compare import FULL_TABLE_UP_TO, Paired
+from opencompass_longctx.leaderboard.tier_report import NOLIMA, RULER, Cell, Effective, RowResult, TierReport
+from opencompass_longctx.stats.ranks import rank_text
+from opencompass_longctx.writers import comparison, heatmaps as hm
+from opencompass_longctx.writers.browser import (CHROMIUM_FLAGS, CHROMIUM_INSTALL, dump_dom,  # noqa: F401
+                                                 find_chromium, png_size, probe, screenshot)
+from opencompass_longctx.writers.plots import depth_plot_file, score_plot_file
 
 NAMES = {'babilong': 'BABILong', 'nolima': 'NoLiMa', 'longbio': 'LongBioBench',
          'longbio_strict': 'LongBioBench (strict mode)'}
@@ -107,16 +110,16 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[tuple]], cls: str) -> Li
     return out + ['</table>', '</div>']
 
 
-def interval_note(cell) -> str:
-    """How a cell's interval was made (read with getattr: older reports have no method or cluster count)."""
-    method, clusters = getattr(cell, 'ci_method', None), getattr(cell, 'clusters', None)
+def interval_note(cell: Cell) -> str:
+    """How a cell's interval was made, on how many clusters and samples."""
+    method, clusters = cell.ci_method, cell.clusters
     parts = [f'95% interval: {method}' if method else '']
     parts += [f'{clusters} clusters' if clusters and method != 'wilson' else '', f'n={cell.n}' if cell.n else '',
               cell.reason]
     return '; '.join(p for p in parts if p)
 
 
-def _tier_table(tiers: Sequence[str], rows: list) -> List[str]:
+def _tier_table(tiers: Sequence[str], rows: Sequence[RowResult]) -> List[str]:
     """The full tier table of some rows: each cell's score and 95% interval, its marks; hover for the method."""
     head = ['model', 'benchmark', 'row'] + list(tiers) + ['mean', 'eff. len (NoLiMa)', 'eff. len (RULER)']
     out = []
@@ -129,22 +132,19 @@ def _tier_table(tiers: Sequence[str], rows: list) -> List[str]:
                           None if c is None else dict(model=r.model, bench=r.bench, row=r.row, tier=t),
                           None if c is None else interval_note(c)))
         cells += [('-' if r.mean is None else f'{r.mean:.1f}' + ('*' if r.mean_note else ''), '', None),
-                  (effective_text(r.effective.get('nolima')), '', dict(model=r.model, bench=r.bench, row=r.row,
-                                                                        eff='nolima')),
-                  (effective_text(r.effective.get('ruler')), '', dict(model=r.model, bench=r.bench, row=r.row,
-                                                                       eff='ruler'))]
+                  (r.effective[NOLIMA].text(), '', dict(model=r.model, bench=r.bench, row=r.row, eff=NOLIMA)),
+                  (r.effective[RULER].text(), '', dict(model=r.model, bench=r.bench, row=r.row, eff=RULER))]
         out.append(cells)
     return _table(head, out, 'tiers')
 
 
-def _methods_legend(rows: list) -> str:
+def _methods_legend(rows: Sequence[RowResult]) -> str:
     """One line: which interval methods the table's cells rest on, and on how many clusters."""
     seen: dict = {}
     for r in rows:
         for c in r.cells.values():
-            method = getattr(c, 'ci_method', None)
-            if c.status == 'ok' and method:
-                seen.setdefault(method, []).append(getattr(c, 'clusters', None) or 0)
+            if c.status == 'ok' and c.ci_method:
+                seen.setdefault(c.ci_method, []).append(c.clusters or 0)
     if not seen:
         return ''
     parts = []
@@ -174,7 +174,6 @@ def starred(p) -> bool:
 
 def _as_paired(p):
     """A leaderboard entry's ``vs`` (asdict of compare.Paired) back as a Paired; a Paired as it is."""
-    from opencompass_longctx.summarizers.compare import Paired
     if not isinstance(p, dict):
         return p
     names = {f.name for f in fields(Paired)}
@@ -187,17 +186,12 @@ def direction_text(a: str, b: str, diff: Optional[float], star: bool = False) ->
 
 
 def method_text(p) -> str:
-    """compare.method_text where compare.py has one ('sign-flip (58 clusters)'), else the method and clusters."""
-    from opencompass_longctx.summarizers import compare
-    if hasattr(compare, 'method_text'):
-        return compare.method_text(_as_paired(p))
-    method = (p.get('method') if isinstance(p, dict) else p.method) or ''
-    clusters = p.get('clusters') if isinstance(p, dict) else getattr(p, 'clusters', None)
-    return method + (f' ({clusters} clusters)' if clusters and method != 'not testable' else '')
+    """'sign-flip (58 clusters)' of a comparison or a leaderboard entry's ``vs`` (:func:`.comparison.method_text`)."""
+    return comparison.method_text(_as_paired(p))
 
 
-def _paired_table(table) -> List[str]:
-    from opencompass_longctx.summarizers.compare import excluded_text, interval_text
+def _paired_table(table: Sequence[Paired]) -> List[str]:
+    excluded_text, interval_text = comparison.excluded_text, comparison.interval_text
     head = ['A', 'B', 'benchmark', 'row', 'tier', 'A - B', '95% interval', 'method', 'p', 'pairs', 'excluded',
             'note']
     rows = []
@@ -214,26 +208,25 @@ def _paired_table(table) -> List[str]:
     return _table(head, rows, 'paired')
 
 
-def _board(board, report: dict, rank_by: str) -> List[str]:
+def _board(board, report: TierReport, rank_by: str) -> List[str]:
     holm = any('p_holm' in (e.get('vs') or {}) for e in board)
     decided = any(e.get('decision') for e in board)
     head = ['benchmark', 'row', 'rank', 'model', 'eff. len', 'mean', 'difference to the group leader',
             '95% interval', 'method'] + ['p (Holm)'] * holm + ['decision'] * decided
-    by_row = {(r.model, r.bench, r.row): r for r in report['rows']}
+    by_row = report.by_key
     rows = []
     for e in board:
         vs = e.get('vs') or {}
         mine = by_row.get((e['model'], e['bench'], e['row']))
-        eff = dict(mine.effective.get(rank_by) or {}) if mine else {}
-        if e.get('effective_interval'):
-            eff['interval'] = e['effective_interval']
+        own = mine.effective.get(rank_by) if mine else None
+        eff = Effective(e.get('effective'), interval=e.get('effective_interval') or (own.interval if own else None))
         p_holm = vs.get('p_holm')
         a, b = vs.get('a', e.get('leader')), vs.get('b', e['model'])
         diff = vs.get('diff')
         text = direction_text(a, b, diff, starred(vs)) if diff is not None else vs.get('note', '')
         rows.append([(e['bench'], 't', None), (e['row'], 't', None), (e.get('rank_text') or e['rank'], 'rank', None),
                      (e['model'], 't', dict(bench=e['bench'], rank=e['rank'])),
-                     (effective_text(dict(eff, contiguous=e.get('effective'))), '', None),
+                     (eff.text(), '', None),
                      ('-' if e['mean'] is None else f'{e["mean"]:.1f}', '', None),
                      (text, 't', dict(bench=e['bench'], model=e['model'], vs='leader') if vs else None),
                      ('' if not vs or vs.get('lo') is None else f'[{vs["lo"]:+.1f}, {vs["hi"]:+.1f}]', '', None),
@@ -249,28 +242,21 @@ def _list(title: str, items: Sequence[str]) -> List[str]:
     return [f'<h2>{_e(title)}</h2>', '<ul class="small">'] + [f'<li>{_e(x)}</li>' for x in items] + ['</ul>']
 
 
-def _published(report: dict, rows: list) -> List[str]:
-    """The published numbers' sources, only for the benchmarks where a model of the run has one."""
+def _published(report: TierReport, rows: Sequence[RowResult]) -> List[str]:
+    """The published numbers' sources (in the specs' order), only for the benchmarks where a model of the run has
+    one."""
     benches = {r.bench for r in rows if r.published}
-    src = report.get('references') or {}
-    return _list('Published numbers', [f'{b}: {src[b]}' for b in src if b in benches and src[b]])
+    mine = [report.benchmarks[b.name] for b in BENCHMARKS if b.name in report.benchmarks]
+    return _list('Published numbers', [f'{b.name}: {b.reference}' for b in mine if b.name in benches and b.reference])
 
 
 def rank_rule(rank_by: str) -> str:
-    from opencompass_longctx.summarizers import compare
-    rule = getattr(compare, 'RANK_RULE', None)
-    return rule.format(rank_by=rank_by) if rule else (
-        f'By effective length ({rank_by}), then mean. Models in one rank group are not significantly different '
-        'from its leader (paired over the tiers both have).')
+    return comparison.RANK_RULE.format(rank_by=rank_by)
 
 
 def methods_text() -> str:
-    """What the paired table's methods mean: compare.py's own words where it has them."""
-    from opencompass_longctx.summarizers import compare
-    return getattr(compare, 'METHODS', None) or (
-        '* and bold: the interval excludes 0; not testable: no variance, never starred. mcnemar: exact McNemar test '
-        'and its exact interval (0/1 scores of equal weight); bootstrap: paired bootstrap within datasets '
-        f'({compare.RESAMPLES} resamples, seeded).')
+    """What the paired table's methods mean (the comparison's own words)."""
+    return comparison.METHODS
 
 
 def bench_name(bench: str) -> str:
@@ -323,9 +309,8 @@ def _vs_title(vs: Optional[dict]) -> str:
             + ('' if p is None else f'; p (Holm) = {p:.3g}'))
 
 
-def _board_row(e: dict, r, tiers: Sequence[str], k: int) -> str:
+def _board_row(e: dict, r: Optional[RowResult], tiers: Sequence[str], k: int) -> str:
     """One model's line of the colored leaderboard."""
-    from opencompass_longctx.stats.ranks import rank_text
     lo, hi = e['rank'], e.get('rank_hi', e['rank'])
     rank = _e(e.get('rank_text') or rank_text((lo, hi))) + (' †' if e.get('partial') else '')
     marks = _eff_classes(tiers, e.get('effective'), e.get('effective_interval'))
@@ -342,26 +327,25 @@ def _board_row(e: dict, r, tiers: Sequence[str], k: int) -> str:
     mean = e.get('mean')
     out.append(hm.heat_td(hm.HeatCell('ok', mean, f'mean over its tiers: {mean:.1f}'), 1) if mean is not None
                else '<td class="hnone">-</td>')
-    out.append(f'<td>{_e(effective_text(dict(contiguous=e.get("effective"), interval=e.get("effective_interval"))))}'
-               '</td>')
+    out.append(f'<td>{_e(Effective(e.get("effective"), interval=e.get("effective_interval")).text())}</td>')
     vs = e.get('vs')
     out.append(f'<td class="t" title="{_e(_vs_title(vs))}">{_e(_vs_text(vs))}</td>')
     return ''.join(out) + '</tr>'
 
 
-def _effective_rule(report: dict, rank_by: str) -> str:
+def _effective_rule(report: TierReport, rank_by: str) -> str:
     """Which effective length the leaderboard shows: 'RULER ≥ 85.6' or 'NoLiMa 85% base'."""
     if rank_by == 'nolima':
-        return f'NoLiMa {100 * report.get("nolima_ratio", 0.85):g}% base'
-    return f'RULER ≥ {report.get("ruler_threshold", 85):g}'
+        return f'NoLiMa {100 * report.nolima_ratio:g}% base'
+    return f'RULER ≥ {report.ruler_threshold:g}'
 
 
-def _leaderboard_table(report: dict, bench: str, entries: List[dict], rank_by: str) -> List[str]:
+def _leaderboard_table(report: TierReport, bench: str, entries: List[dict], rank_by: str) -> List[str]:
     """A benchmark's ranking row as a model x tier table colored by score, in rank order."""
-    rows = {(r.model, r.bench, r.row): r for r in report['rows']}
+    rows = report.by_key
     row = entries[0]['row']
-    tiers = [t for t in report['bench_tiers'][bench]
-             if any(t in getattr(rows.get((e['model'], bench, row)), 'cells', {}) for e in entries)]
+    tiers = [t for t in report.benchmarks[bench].tiers
+             if any(t in rows[e['model'], bench, row].cells for e in entries if (e['model'], bench, row) in rows)]
     head = [_e(h) for h in ['rank', 'model'] + tiers + ['mean']]
     head += [f'eff. len<br><span class="tr">{_e(_effective_rule(report, rank_by))}</span>', 'leader − model']
     out = ['<div>', f'<h3>{_e(bench_name(bench))} <span class="small">{_e(row)}: {len(entries)} '
@@ -372,7 +356,7 @@ def _leaderboard_table(report: dict, bench: str, entries: List[dict], rank_by: s
     return out + ['</table>', '</div>', '</div>']
 
 
-def _key(report: dict, rank_by: str) -> List[str]:
+def _key(report: TierReport, rank_by: str) -> List[str]:
     """What every color, mark and symbol of the page means."""
     sample = hm.HeatCell('ok', 55.0, partial='3/5')
     return ['<div class="key">', f'Score (%): {hm.legend_bar()} the same scale on every benchmark and heatmap; '
@@ -392,7 +376,7 @@ def _key(report: dict, rank_by: str) -> List[str]:
             '</div>']
 
 
-def _leaderboard(report: dict, board: Sequence[dict], rank_by: str) -> List[str]:
+def _leaderboard(report: TierReport, board: Sequence[dict], rank_by: str) -> List[str]:
     by_bench: Dict[str, List[dict]] = {}
     for e in board:
         by_bench.setdefault(e['bench'], []).append(e)
@@ -415,7 +399,7 @@ def _img(path: str, alt: str) -> str:
     return f'<img alt="{_e(alt)}"{size} src="data:image/png;base64,{base64.b64encode(data).decode()}">'
 
 
-def _heatmaps(report: dict, bench: str, models: Sequence[str], depth: dict, ranks: Dict[str, str]) -> List[str]:
+def _heatmaps(report: TierReport, bench: str, models: Sequence[str], depth: dict, ranks: Dict[str, str]) -> List[str]:
     """One block per model: its task x tier heatmap and, where the benchmark records depths, its depth x tier one.
     The blocks flow beside the plot, then under it, as many to a line as the window holds."""
     out = []
@@ -432,8 +416,8 @@ def _heatmaps(report: dict, bench: str, models: Sequence[str], depth: dict, rank
     return out
 
 
-def _bench_section(report: dict, bench: str, entries: List[dict], plots: Dict[str, str], depth: dict,
-                   rows: list) -> List[str]:
+def _bench_section(report: TierReport, bench: str, entries: List[dict], plots: Dict[str, str], depth: dict,
+                   rows: Sequence[RowResult]) -> List[str]:
     """A benchmark's pictures (its ranking row's plot beside the models' heatmaps), then its folded details."""
     ranking_row = entries[0]['row'] if entries else next((r.row for r in rows if r.bench == bench), None)
     ranked = [e['model'] for e in entries]
@@ -458,9 +442,8 @@ def _bench_section(report: dict, bench: str, entries: List[dict], plots: Dict[st
     out.append(f'<p class="small">{_e(TABLE_LEGEND)}</p>')
     legend = _methods_legend(mine)
     out += [f'<p class="small">{_e(legend)}</p>'] if legend else []
-    out += _tier_table(report['bench_tiers'][bench], mine)
-    left_out = sorted({f'{bench} {r.row}' for r in report['rows'] if r.bench == bench} - {f'{bench} {r.row}'
-                                                                                         for r in mine})
+    out += _tier_table(report.benchmarks[bench].tiers, mine)
+    left_out = sorted({f'{bench} {r.row}' for r in report.benchmarks[bench].rows} - {f'{bench} {r.row}' for r in mine})
     if left_out:
         out.append(f'<p class="small">Left out (no value for any model): {_e(", ".join(left_out))}.</p>')
     return out + ['</details>', '</section>']
@@ -468,23 +451,21 @@ def _bench_section(report: dict, bench: str, entries: List[dict], plots: Dict[st
 
 def report_notes(bench: str) -> str:
     """What the benchmark's scores are (its spec's own words)."""
-    from opencompass_longctx.summarizers.rows import bench_by_name
     try:
         return bench_by_name(bench).notes
     except KeyError:
         return ''
 
 
-def _tables(report: dict, table, board, rank_by: str) -> List[str]:
+def _tables(report: TierReport, table, board, rank_by: str) -> List[str]:
     """The ranking's reasons and the paired differences, folded."""
-    from opencompass_longctx.summarizers.compare import FULL_TABLE_UP_TO
     out = []
     if board:
         out += ['<details><summary>Ranking per benchmark: the comparison with the leader and the reason for each '
                 'rank</summary>', f'<p class="small">{_e(rank_rule(rank_by))} "leader - model = +4.0": the leader '
                 'scores 4.0 points more than this model; *: significant; not testable: the difference has no variance '
                 'to test, never starred.</p>'] + _board(board, report, rank_by) + ['</details>']
-    models = {r.model for r in report['rows']}
+    models = set(report.models)
     if table and len(models) > FULL_TABLE_UP_TO:
         out.append(f'<p class="small">Paired differences: {len(models)} models, {len(table)} comparisons; the '
                    'table is in longctx_compare.csv and longctx_compare.json beside this page.</p>')
@@ -503,23 +484,23 @@ def _folded_list(title: str, items: Sequence[str]) -> List[str]:
             + [f'<li>{_e(x)}</li>' for x in items] + ['</ul>', '</details>'])
 
 
-def page(report: dict, table, board, plots: Sequence[str], rank_by: str = 'ruler') -> str:
+def page(report: TierReport, table, board, plots: Sequence[str], rank_by: str = 'ruler') -> str:
     """The page as one string (plots read from their PNG files and inlined)."""
-    rows = shown_rows(report)
-    benches = list(dict.fromkeys(list(report['bench_tiers']) + [r.bench for r in rows]))
+    rows = report.shown_rows
+    benches = list(dict.fromkeys(list(report.benchmarks) + [r.bench for r in rows]))
     benches = [b for b in benches if any(r.bench == b for r in rows)]
     by_file = {os.path.basename(p): p for p in plots}
     depth = {k: g for k, g in hm.depth_grids(report).items()}
     for bench, model in depth:   # shown as HTML heatmaps: their PNG files stay in the plot folder only
         by_file.pop(depth_plot_file(bench, model), None)
-    models = list(dict.fromkeys(r.model for r in report['rows']))
+    models = report.models
     parts = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              '<title>Long-context leaderboard</title>', f'<style>{_CSS}{hm.scale_css()}</style></head><body>',
              '<h1>Long-context leaderboard</h1>',
-             f'<p class="small">opencompass-longctx {_e(report.get("package_version"))}; {len(models)} '
+             f'<p class="small">opencompass-longctx {_e(report.package_version)}; {len(models)} '
              f'model{"s" * (len(models) != 1)}; '
-             f'runs: {_e(", ".join(report.get("runs") or []))}</p>',
+             f'runs: {_e(", ".join(report.runs))}</p>',
              '<nav class="small">' + ''.join(f'<a href="#bench-{_e(b)}">{_e(bench_name(b))}</a>' for b in benches)
              + '<a href="#tables">tables and notes</a></nav>']
     if board:
@@ -530,14 +511,20 @@ def page(report: dict, table, board, plots: Sequence[str], rank_by: str = 'ruler
         entries = [e for e in board or [] if e['bench'] == bench]
         parts += _bench_section(report, bench, entries, by_file, depth, rows)
     parts += ['<section id="tables">', '<h2>Tables and notes</h2>'] + _tables(report, table, board, rank_by)
-    parts += _list('Failed or missing', [f.line() for f in report.get('failures') or []])
-    for mark, why in (report.get('footnotes') or {}).items():
+    parts += _list('Failed or missing', [f.line() for f in report.failures])
+    for mark, why in report.footnotes.items():
         parts += _list(f'{mark} Not comparable', why)
     parts += _published(report, rows)
-    parts += _folded_list('Runs and merge notes', list(report.get('runs') or []) + list(report.get('merge_notes')
-                                                                                       or []))
-    parts += _folded_list('Notes', list(report.get('partial') or []) + list(report.get('notes') or []))
+    parts += _folded_list('Runs and merge notes', report.runs + (report.merge.notes if report.merge else []))
+    parts += _folded_list('Notes', report.partial + report.notes)
     if by_file:
         parts += [f'<details><summary>Other plots ({len(by_file)})</summary>']
         parts += [_img(p, name) for name, p in by_file.items()] + ['</details>']
     return '\n'.join(parts + ['</section>', '</body></html>']) + '\n'
+
+
+def write_page(report: TierReport, table, board, plots: Sequence[str], rank_by: str, path: str) -> str:
+    """The page (:func:`page`) written to ``path``; its path."""
+    with open(path, 'w', encoding='utf-8') as f:
+        f.write(page(report, table, board, plots, rank_by))
+    return path

@@ -19,6 +19,7 @@ _HEAD = _TAIL = 1 << 16                                          # bytes read fr
 # LongCtxInferTask and LongCtxEvalTask (opencompass_longctx/run/tasks.py) log each dataset that fails and go on
 _DATASET_FAILED = re.compile(r'longctx: dataset failed \[([^\]]+)\]: (.*)')
 MAX_REASON = 300
+FAIL_ENV = 'LONGCTX_FAIL_ON_MISSING'
 
 
 @dataclass
@@ -190,3 +191,18 @@ def find_failures(run: str, expected: Sequence[Tuple[str, str]], result: Callabl
             reason = exc
         out.append(Failure(model, abbr, stage, reason, path))
     return out
+
+
+def fail_on_missing_enabled(flag: Optional[bool]) -> bool:
+    """``fail_on_missing`` / ``--fail-on-missing``: the option when given, else ``LONGCTX_FAIL_ON_MISSING``."""
+    if flag is not None:
+        return bool(flag)
+    return os.environ.get(FAIL_ENV, '').strip().lower() in ('1', 'true', 'yes')
+
+
+def failure_exit(failures: Sequence[Failure], where: str) -> SystemExit:
+    """The SystemExit (status 1, message on stderr) that ends a run whose datasets failed."""
+    lines = [f'  {f.line()}' for f in failures]
+    return SystemExit(f'{len(failures)} dataset(s) of the run failed or have no usable result '
+                      f'(fail_on_missing / {FAIL_ENV}); the tier table lists them too ({where}):\n'
+                      + '\n'.join(lines))

@@ -1,4 +1,5 @@
-"""The tier table's uncertainty: intervals that rest on the benchmark's clusters, and effective-length intervals.
+"""The tier report's uncertainty: each cell made with the interval of the dataset units it is the mean of, and each
+row's effective lengths with their intervals, from resamples of the benchmark's clusters.
 
 Each benchmark says how its samples are related (``Bench.cluster_keys``, :mod:`opencompass_longctx.spec`). From a
 result's per-sample details this module makes, per dataset (or split of one), its :class:`Unit`: the scored samples
@@ -6,14 +7,15 @@ tallied by cluster (sum of values, count, sum of squares). A table cell is a wei
 mean of a row's datasets; the mean of rows), kept as ``Cell.units`` {unit key: weight}; its 95% interval
 (:func:`cell_interval`) is the bounded cluster-robust one of that mean (:func:`opencompass_longctx.stats.intervals.
 clustered_interval`), or the Wilson one where every cluster holds one sample of the cell (independent samples). Both
-lie in [0, 100].
+lie in [0, 100]. Each shown cell's interval is made once, when the cell is made; a dataset's own cell (which no table
+shows) has none.
 
 The effective length's interval resamples whole clusters (the same cluster at every tier and dataset of the
 benchmark draws together, so a story or needle entry that is hard everywhere moves every tier at once), recomputes
-every tier's score and the base score from the resample, then the effective length, and reports the 2.5% and
-97.5% quantiles (:func:`..metrics.effective_interval`), widened to hold the point itself. A unit without clusters (a
-benchmark that declares its samples independent, or results that do not name the clusters) is resampled on its
-own, binomially.
+every tier's score and the base score from the resample, then the effective length, and reports the 2.5% and 97.5%
+quantiles (:func:`opencompass_longctx.stats.effective.effective_interval`), widened to hold the point itself. A unit
+without clusters (a benchmark that declares its samples independent, or results that do not name the clusters) is
+resampled on its own, binomially.
 """
 import math
 import zlib
@@ -22,8 +24,10 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from opencompass_longctx.leaderboard.tier_report import NOLIMA, RULER, Cell, Effective
+from opencompass_longctx.stats.effective import (BOOT_SEED, BOOTSTRAP, effective_interval, effective_length,
+                                                 holding_point, nolima_threshold)
 from opencompass_longctx.stats.intervals import Bounds, ClusterTable, binomial_interval, clustered_interval
-from opencompass_longctx.summarizers.metrics import BOOT_SEED, BOOTSTRAP, effective_interval
 HEADLINE_KEY = {'citation': 'citation_hit', 'answer': 'answer_hit'}
 
 
@@ -224,36 +228,72 @@ def paper_base_by_cluster(bench, details_by_task: Sequence[Tuple[str, List[dict]
     return (values, weights) if abs(mixed - whole) < 1e-6 else None
 
 
-def effective_intervals(rr, tiers: Sequence[str], sampler: Resampler, base_tiers: Sequence[str],
-                        paper_base: Optional[Tuple[Dict[str, float], Dict[str, float]]], ratio: float) -> None:
-    """Put the 95% interval of each effective length into ``rr.effective[kind]['interval']`` ([lo, hi] tier names,
-    '<first' when the first tier fails), from the resampled tier scores and base score of the row ``rr``."""
+# ---------------------------------------------------------------------------------------------- cells and rows
+def _interval(found: Tuple[Optional[Bounds], int, str]) -> dict:
+    """A cell's interval fields from (bounds or None, clusters, method)."""
+    bounds, clusters, method = found
+    return dict(ci_lo=None if bounds is None else bounds.lo, ci_hi=None if bounds is None else bounds.hi,
+                clusters=clusters, ci_method=method)
+
+
+def independent_cell(score: float, n: int, **fields) -> Cell:
+    """A cell of ``n`` independent samples: the Wilson interval of its score."""
+    return Cell(score=score, n=n, **fields, **_interval((binomial_interval([(1.0, score / 100, n)]), n, 'wilson')))
+
+
+def dataset_cell(data: Dict[str, Unit], key: str, unit: Unit, **fields) -> Cell:
+    """A dataset's cell: its unit, registered in ``data`` for the rows' intervals and the resampling, and no interval
+    of its own (no table shows a dataset's cell: the rows that are means of it make theirs, :func:`mean_cell`)."""
+    data[key] = unit
+    return Cell(units={key: 1.0}, **fields)
+
+
+def unit_cell(data: Dict[str, Unit], key: str, unit: Unit, **fields) -> Cell:
+    """A row's cell read from one unit (a split of one dataset's details), registered in ``data``, with its
+    interval."""
+    data[key] = unit
+    units = {key: 1.0}
+    return Cell(units=units, **fields, **_interval(cell_interval(fields['score'], units, data)))
+
+
+def mean_cell(parts: Sequence[Cell], names: Sequence[str], data: Optional[Dict[str, Unit]], **counts) -> Cell:
+    """The mean of scored cells with its interval: from their units when every part has them, else the Wilson
+    interval of independent parts."""
+    k = len(parts)
+    score, n = sum(c.score for c in parts) / k, sum(c.n for c in parts)
+    tasks = {name: c.score for name, c in zip(names, parts)}
+    if data is not None and parts and all(c.units for c in parts):
+        units = combine([c.units for c in parts])
+        return Cell(score=score, n=n, tasks=tasks, units=units, **counts,
+                    **_interval(cell_interval(score, units, data)))
+    return Cell(score=score, n=n, tasks=tasks, **counts,
+                **_interval((binomial_interval([(1 / k, c.score / 100, c.n) for c in parts]), n, 'wilson')))
+
+
+def row_effective(cells: Dict[str, Cell], tiers: Sequence[str], sampler: Resampler, base_tiers: Sequence[str],
+                  base: Optional[float], by_cluster: Optional[Tuple[Dict[str, float], Dict[str, float]]],
+                  nolima_ratio: float, ruler_threshold: float) -> Dict[str, Effective]:
+    """A row's two effective lengths over its tiers' cells (NoLiMa's: ``nolima_ratio`` of ``base``; RULER's: a fixed
+    threshold), each with its 95% interval: every tier's score, and the base (its benchmark's own, per cluster in
+    ``by_cluster``, else the best at the base tiers), recomputed on the same resamples of the clusters."""
+    series = [(tier, cells[tier].score if cells[tier].status == 'ok' else None) for tier in tiers]
+    thr = nolima_threshold(base, nolima_ratio)
+    nolima = effective_length(series, thr) if thr is not None else {'contiguous': None, 'raw': None}
+    ruler = effective_length(series, ruler_threshold)
     reps = np.full((sampler.b, len(tiers)), np.nan)
     for j, t in enumerate(tiers):
-        c = rr.cells.get(t)
+        c = cells.get(t)
         if c is not None and c.status == 'ok' and c.units:
             reps[:, j] = sampler.cell(c.units)
-    eff_n = rr.effective.get('nolima', {})
-    if eff_n.get('threshold') is not None:
-        base = sampler.clusters_weighted(*paper_base) if paper_base else None
-        if base is None and not paper_base:
+    nolima_interval = None
+    if thr is not None:
+        resampled = sampler.clusters_weighted(*by_cluster) if by_cluster else None
+        if resampled is None and not by_cluster:
             cols = [j for j, t in enumerate(tiers) if t in base_tiers and not np.isnan(reps[:, j]).all()]
-            base = np.nanmax(reps[:, cols], axis=1) if cols else None
-        thr = ratio * (base if base is not None else eff_n['base'])
-        eff_n['interval'] = holding_point(effective_interval(reps, tiers, thr), eff_n.get('contiguous'), tiers)
-    eff_r = rr.effective.get('ruler', {})
-    if eff_r.get('threshold') is not None:
-        eff_r['interval'] = holding_point(effective_interval(reps, tiers, eff_r['threshold']), eff_r.get('contiguous'),
-                                          tiers)
-
-
-def holding_point(interval: Optional[List[str]], point: Optional[str], tiers: Sequence[str]) -> Optional[List[str]]:
-    """The effective length's interval widened, where the resamples left it out, to hold the point itself (the
-    percentile interval of a step function can miss its own point when the point sits at a rare resample value)."""
-    if not interval or point is None:
-        return interval
-    order = [f'<{tiers[0]}'] + list(tiers)
-    if point not in order or interval[0] not in order or interval[1] not in order:
-        return interval
-    at = order.index
-    return [order[min(at(interval[0]), at(point))], order[max(at(interval[1]), at(point))]]
+            resampled = np.nanmax(reps[:, cols], axis=1) if cols else None
+        nolima_interval = holding_point(
+            effective_interval(reps, tiers, nolima_ratio * (resampled if resampled is not None else base)),
+            nolima['contiguous'], tiers)
+    ruler_interval = holding_point(effective_interval(reps, tiers, ruler_threshold), ruler['contiguous'], tiers)
+    return {NOLIMA: Effective(**nolima, threshold=thr, base=base, interval=nolima_interval),
+            RULER: Effective(**ruler, threshold=ruler_threshold, interval=ruler_interval)}

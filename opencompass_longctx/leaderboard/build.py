@@ -1,4 +1,4 @@
-"""The cross-benchmark tier table: built from a finished run's result files (no OpenCompass import).
+"""The tier report, built once from a run's (or merged runs') result files (no OpenCompass import).
 
 For every model: one row per benchmark row (BABILong qa1-qa5 and qa1-qa10, ...), one column per tier in size
 order, the mean over the model's tiers, sample counts and 95% confidence intervals, two effective lengths
@@ -7,44 +7,36 @@ threshold), and the published number beside the measured one where the model has
 A tier the model cannot hold (tier above its max_seq_len, or every sample over its length) is N/A, never 0,
 and is left out of means; a dataset with no usable result is shown as missing ('-', with the reason), one whose
 task failed as FAIL (with the exception and the task log, read from the run's logs).
+
+Each cell is made once, with its interval (:mod:`.units`: from the dataset units it is the mean of); each row once,
+with its effective lengths and their intervals; :func:`build` returns them as a
+:class:`~.tier_report.TierReport`, which nothing changes afterwards.
 """
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from opencompass_longctx import __version__
 from opencompass_longctx.tiers import parse_tier, sort_tiers
-from opencompass_longctx.stats.intervals import binomial_interval
-from opencompass_longctx.summarizers.metrics import NOLIMA_RATIO, RULER_THRESHOLD, effective_length, nolima_threshold
-from opencompass_longctx.summarizers.failures import Failure, find_failures, incomplete_reason
-from opencompass_longctx.summarizers.intervals import (Resampler, Unit, cell_interval, combine, effective_intervals, make_unit,
-                        nonfinite_sample, paper_base_by_cluster)
-from opencompass_longctx.summarizers.intervals import detail_value as _detail_value   # one reader of OpenCompass's per-sample values
-from opencompass_longctx.summarizers.rows import BENCHMARKS, Bench, Cell, bench_by_name, classify
+from opencompass_longctx.stats.effective import NOLIMA_RATIO, RULER_THRESHOLD
+from opencompass_longctx.leaderboard.benchmarks import BENCHMARKS, Bench, classify
+from opencompass_longctx.leaderboard.caveats import mark_caveats
+from opencompass_longctx.leaderboard.failures import Failure, find_failures, incomplete_reason
+from opencompass_longctx.leaderboard.placement import Unplaced
+from opencompass_longctx.leaderboard.results import Results, checked_reader, first, number
+from opencompass_longctx.leaderboard.tier_report import BenchResult, Cell, MergeRecord, RowResult, TierReport
+from opencompass_longctx.leaderboard.units import (Resampler, Unit, dataset_cell, detail_value, independent_cell,
+                                                  make_unit, mean_cell, paper_base_by_cluster, row_effective, unit_cell)
 _DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
 DEPTH_BINS = 10
+INCOMPARABLE = '‡'
 
 
 @dataclass
 class ModelInfo:
     abbr: str
     max_seq_len: Optional[int] = None
-
-
-@dataclass
-class RowResult:
-    model: str
-    bench: str
-    row: str
-    cells: Dict[str, Cell]
-    mean: Optional[float] = None
-    mean_note: str = ''
-    effective: Dict[str, Dict[str, Optional[str]]] = field(default_factory=dict)
-    published_name: Optional[str] = None
-    published: Dict[str, float] = field(default_factory=dict)
-    datasets: Dict[str, Dict[str, str]] = field(default_factory=dict)  # {tier: {task: the dataset abbr read}}
 
 
 def load_references(bench: str) -> Optional[dict]:
@@ -63,95 +55,20 @@ def load_aliases(extra: Optional[Dict[str, Dict[str, str]]] = None) -> Dict[str,
     return aliases
 
 
-def _first(v):
-    """OpenCompass stores non-numeric results of each replica in a list: take the first."""
-    return v[0] if isinstance(v, list) and v else v
-
-
-def _preview(v, limit: int = 40) -> str:
-    text = json.dumps(v)[:limit]
-    return f'{text}... ({type(v).__name__})' if len(text) == limit else f'{text} ({type(v).__name__})'
-
-
-def read_result(path: str) -> Optional[dict]:
-    """A result file as a dict; None when there is none; ``{'error': why, 'unreadable': True}`` when it cannot
-    be parsed or is not a JSON object (a truncated file, ``[]``)."""
-    if not os.path.isfile(path):
-        return None
-    try:
-        with open(path, encoding='utf-8') as f:
-            res = json.load(f)
-    except (OSError, ValueError) as e:
-        return {'error': f'unreadable result file {path} ({e})', 'unreadable': True}
-    if not isinstance(res, dict):
-        return {'error': f'result file {path} holds {_preview(res)}, not a JSON object', 'unreadable': True}
-    return res
-
-
-def _number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def table_problem(res: dict, metric: str) -> Optional[str]:
-    """Why a parsed result cannot make a table cell (a score, counts or details of the wrong type), or None."""
-    counts = _first(res.get('counts'))
-    if counts not in (None, [], {}):
-        if not isinstance(counts, dict):
-            return f'counts is {_preview(counts)}, not an object'
-        for key in ('n', 'over_length', 'engine_too_small', 'engine_error'):
-            v = counts.get(key, 0)
-            if not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
-                return f'counts.{key} is {_preview(v)}, not a whole number'
-    details = res.get('details')
-    if details is not None and not (isinstance(details, list) and all(isinstance(d, dict) for d in details)):
-        return f'details is {_preview(details)}, not a list of per-sample objects'
-    if metric in res and not _number(res[metric]):
-        return f'{metric} is {_preview(res[metric])}, not a number'
-    return nonfinite_sample(res)
-
-
-class Results:
-    """The result files of one run (``<work_dir>/results/<model>/<abbr>.json``), each read at most once.
-    ``names``: {the model abbr shown: the abbr the run wrote its files under}, for a model renamed in a merge."""
-
-    def __init__(self, work_dir: str, names: Optional[Dict[str, str]] = None):
-        self.work_dir = work_dir
-        self.names = dict(names or {})
-        self._memo: Dict[tuple, Optional[dict]] = {}
-
-    def path(self, model: str, abbr: str) -> str:
-        return os.path.join(self.work_dir, 'results', self.names.get(model, model), f'{abbr}.json')
-
-    def get(self, model: str, abbr: str) -> Optional[dict]:
-        if (model, abbr) not in self._memo:
-            self._memo[(model, abbr)] = read_result(self.path(model, abbr))
-        return self._memo[(model, abbr)]
-
-
-def _with_units(cell: Cell, data: Optional[Dict[str, Unit]], key: str, unit) -> Cell:
-    """The cell read from one dataset unit (registered in ``data`` for its interval and the resampling)."""
-    if data is not None:
-        data[key] = unit()
-        cell.units = {key: 1.0}
-        cell.set_interval(*cell_interval(cell.score, cell.units, data))
-    return cell
-
-
 def detail_cell(res: Optional[dict], key: str, value: str, bench: Optional[Bench] = None, task: str = '',
                 data: Optional[Dict[str, Unit]] = None, unit_key: str = '') -> Cell:
     """Accuracy over the per-sample details whose ``key`` equals ``value`` (over-length ones left out)."""
     if not res or 'error' in res or not res.get('details'):
         return Cell(status='missing', reason='no per-sample details')
-    hits = [bool(_detail_value(d, 'correct')) for d in res['details']
-            if _detail_value(d, key) == value and not _detail_value(d, 'over_length')]
+    hits = [bool(detail_value(d, 'correct')) for d in res['details']
+            if detail_value(d, key) == value and not detail_value(d, 'over_length')]
     if not hits:
         return Cell(status='missing', reason=f'no sample with {key}={value}')
     mean, n = 100.0 * sum(hits) / len(hits), len(hits)
-    cell = Cell(score=mean, n=n)
-    if data is None or bench is None:   # else the interval of its unit (once, in _with_units)
-        cell.set_interval(binomial_interval([(1.0, mean / 100, n)]), n, 'wilson')
-    return _with_units(cell, data if bench else None, f'{unit_key}|{key}={value}',
-                       lambda: make_unit(bench, res, task, mean, n, keep=(key, value)))
+    if data is None or bench is None:
+        return independent_cell(mean, n)
+    return unit_cell(data, f'{unit_key}|{key}={value}', make_unit(bench, res, task, mean, n, keep=(key, value)),
+                      score=mean, n=n)
 
 
 def paper_base(bench: Bench, read, model: str, abbrs: Sequence[str]) -> Optional[float]:
@@ -168,8 +85,8 @@ def depth_bins(results: Sequence[Optional[dict]], bins: int = DEPTH_BINS) -> Opt
     any_depth = False
     for res in results:
         for d in (res or {}).get('details') or []:
-            depth, correct = _detail_value(d, 'depth'), _detail_value(d, 'correct')
-            if not _number(depth) or correct is None or _detail_value(d, 'over_length'):
+            depth, correct = detail_value(d, 'depth'), detail_value(d, 'correct')
+            if not number(depth) or correct is None or detail_value(d, 'over_length'):
                 continue
             b = min(max(int(depth * bins), 0), bins - 1)
             grid[b][0] += bool(correct)
@@ -181,7 +98,8 @@ def depth_bins(results: Sequence[Optional[dict]], bins: int = DEPTH_BINS) -> Opt
 def task_cell(bench: Bench, res: Optional[dict], tier: str, model: ModelInfo, notes: List[str],
               abbr: str, failure: Optional[Failure] = None, data: Optional[Dict[str, Unit]] = None,
               task: str = '') -> Cell:
-    """One dataset's cell; with ``data``, its samples are registered there as a unit (:mod:`.intervals`)."""
+    """One dataset's cell; with ``data``, its samples are registered there as a unit (:mod:`.units`) for the
+    intervals of the rows made of it."""
     tier_tokens = parse_tier(tier).tokens(bench.tier_unit)
     if failure is not None and failure.stage in ('infer', 'eval') and failure.log:
         return Cell(status='failed', reason=f'{abbr}: {failure.stage} failed: {failure.reason} (log: {failure.log})')
@@ -191,7 +109,7 @@ def task_cell(bench: Bench, res: Optional[dict], tier: str, model: ModelInfo, no
         return Cell(status='missing', reason=f'no result for {abbr}')
     if 'error' in res:
         return Cell(status='missing', reason=f'{abbr}: {res["error"]}')
-    counts = _first(res.get('counts')) or {}
+    counts = first(res.get('counts')) or {}
     n = int(counts.get('n', len(res.get('details') or [])))
     over = int(counts.get('over_length', 0))
     incomplete = incomplete_reason(abbr, counts, n)
@@ -199,20 +117,19 @@ def task_cell(bench: Bench, res: Optional[dict], tier: str, model: ModelInfo, no
         return Cell(status='missing', n=n, reason=incomplete)
     if n and over >= n:
         return Cell(status='n/a', n=n, reason=f'all {n} samples longer than the model can hold')
-    version = _first(res.get('package_version'))
+    version = first(res.get('package_version'))
     if version != __version__:
         notes.append(f'{model.abbr}/{abbr}: written by opencompass-longctx '
                      f'{version or "(an older version that did not record it)"}, now {__version__}')
     if bench.metric not in res:
         return Cell(status='missing', reason=f'{abbr}: no {bench.metric!r} in the result')
-    cell = Cell(score=float(res[bench.metric]), n=n - over, reason=f'{over} over-length' if over else '')
-
-    def unit():
-        u = make_unit(bench, res, task, cell.score, n - over)
-        if u.note:
-            notes.append(f'{model.abbr}/{abbr}: interval: {u.note}')
-        return u
-    return _with_units(cell, data, f'{tier}|{abbr}', unit)
+    score, reason = float(res[bench.metric]), f'{over} over-length' if over else ''
+    if data is None:
+        return Cell(score=score, n=n - over, reason=reason)
+    unit = make_unit(bench, res, task, score, n - over)
+    if unit.note:
+        notes.append(f'{model.abbr}/{abbr}: interval: {unit.note}')
+    return dataset_cell(data, f'{tier}|{abbr}', unit, score=score, n=n - over, reason=reason)
 
 
 def _bad_status(cells: Sequence[Cell]) -> str:
@@ -237,21 +154,7 @@ def row_cell(row_tasks: Sequence[str], cells: Dict[str, Cell], partial_ok: bool 
         return Cell(status=status, reason='; '.join(cells[t].reason if status == 'missing' else
                                                     f'{t}: {cells[t].reason}' for t in bad
                                                     if cells[t].status == status))
-    return _mean_cell([cells[t] for t in row_tasks], row_tasks, data, cells_used=len(row_tasks), cells_total=total)
-
-
-def _mean_cell(parts: Sequence[Cell], names: Sequence[str], data: Optional[Dict[str, Unit]], **counts) -> Cell:
-    """The mean of scored cells with its interval: from their units when every part has them (:mod:`.intervals`),
-    else the Wilson interval of independent parts."""
-    k = len(parts)
-    out = Cell(score=sum(c.score for c in parts) / k, n=sum(c.n for c in parts),
-               tasks={n: c.score for n, c in zip(names, parts)}, **counts)
-    if data is not None and parts and all(c.units for c in parts):
-        out.units = combine([c.units for c in parts])
-        out.set_interval(*cell_interval(out.score, out.units, data))
-    else:
-        out.set_interval(binomial_interval([(1 / k, c.score / 100, c.n) for c in parts]), out.n, 'wilson')
-    return out
+    return mean_cell([cells[t] for t in row_tasks], row_tasks, data, cells_used=len(row_tasks), cells_total=total)
 
 
 def rows_mean_cell(parts: Sequence[Cell], names: Sequence[str], data: Optional[Dict[str, Unit]] = None) -> Cell:
@@ -259,11 +162,8 @@ def rows_mean_cell(parts: Sequence[Cell], names: Sequence[str], data: Optional[D
     bad = [(n, c) for n, c in zip(names, parts) if c.status != 'ok']
     if bad:
         return Cell(status=_bad_status([c for _, c in bad]), reason='; '.join(f'{n}: {c.reason}' for n, c in bad))
-    return _mean_cell(parts, names, data, cells_used=sum(c.cells_used for c in parts),
-                      cells_total=sum(c.cells_total for c in parts))
-
-
-INCOMPARABLE = '‡'
+    return mean_cell(parts, names, data, cells_used=sum(c.cells_used for c in parts),
+                     cells_total=sum(c.cells_total for c in parts))
 
 
 def row_task_names(bench: Bench, row) -> Tuple[str, ...]:
@@ -274,70 +174,56 @@ def row_task_names(bench: Bench, row) -> Tuple[str, ...]:
     return tuple(row.tasks)
 
 
-def checked_reader(results: Results, abbrs: Sequence[str]):
-    """``result(model, abbr)``: the parsed result, or an ``{'error': ...}`` entry when it is one of the table's own
-    and cannot make a cell (``table_problem``); each file checked once."""
-    found = classify(abbrs, all_abbrs=True)
-    bench_of = {a: bench_by_name(b) for b, by_tier in found.items() for t in by_tier.values() for c in t.values()
-                for a in c}
-    checked: Dict[Tuple[str, str], Optional[dict]] = {}
-
-    def result(model: str, abbr: str) -> Optional[dict]:
-        if (model, abbr) not in checked:
-            res = results.get(model, abbr)
-            if res is not None and 'error' not in res and abbr in bench_of:
-                problem = table_problem(res, bench_of[abbr].metric)
-                if problem:
-                    res = {'error': f'unusable result file {results.path(model, abbr)}: {problem}', 'unreadable': True}
-            checked[model, abbr] = res
-        return checked[model, abbr]
-    return result
-
-
 def build(work_dir: str, models: Sequence[ModelInfo], abbrs: Sequence[str],
           ruler_threshold: float = RULER_THRESHOLD, nolima_ratio: float = NOLIMA_RATIO,
           model_aliases: Optional[Dict[str, Dict[str, str]]] = None,
           expected: Optional[Sequence[Tuple[str, str]]] = None, results: Optional[Results] = None,
-          failures: Optional[List[Failure]] = None, marks: Optional[Dict[Tuple[str, str], str]] = None) -> dict:
-    """The report as plain data: {'tiers', 'rows': [RowResult...], 'notes', 'failures', ...}.
+          failures: Optional[List[Failure]] = None, marks: Optional[Dict[Tuple[str, str], str]] = None,
+          model_cfgs: Optional[Dict[str, dict]] = None, unplaced: Optional[List[Unplaced]] = None,
+          merge: Optional[MergeRecord] = None) -> TierReport:
+    """The tier report of ``models`` on the datasets ``abbrs`` (each one a benchmark's table reads).
 
     ``expected``: the (model abbr, dataset abbr) pairs the run was meant to produce (all datasets of the run,
-    not only the table's); each one without a usable result is listed in 'failures' with the reason read from
+    not only the table's); each one without a usable result is listed in ``failures`` with the reason read from
     the run's task logs. None: no failure detection. ``results``: a reader shared with the caller (each result
     file is read once). ``failures``: found by the caller (a merge of runs: each run's own logs) instead.
     ``marks``: {(model, dataset abbr): why} of results whose numbers are not comparable with the other models'
-    (:mod:`.merge`): each cell that reads one is marked ``‡`` with a footnote.
+    (:mod:`.merge`): each cell that reads one is marked ``‡`` with a footnote. ``model_cfgs``: {model abbr: its
+    config}, for the cells at tiers a model runs beyond its engine's support (:mod:`.caveats`; None: not marked).
+    ``unplaced`` (the datasets no cell reads, :mod:`.placement`) and ``merge`` (a merge's record) are kept as given.
     """
     found = classify(abbrs, all_abbrs=True)
     results = results or Results(work_dir)
-    result = checked_reader(results, abbrs)
+    result = checked_reader(results, found)
     if failures is None:
         failures = find_failures(work_dir, expected, result) if expected is not None else []
+    refs = {b.name: load_references(b.name) for b in BENCHMARKS if b.name in found}
     t = _Table(found, result, {(f.model, f.dataset): f for f in failures}, marks or {}, load_aliases(model_aliases),
-               ruler_threshold, nolima_ratio, None if expected is None else set(expected))
+               refs, ruler_threshold, nolima_ratio, None if expected is None else set(expected))
     rows = [rr for model in models for bench in BENCHMARKS if bench.name in found
             for rr in _bench_rows(t, model, bench)]
+    caveats = mark_caveats(rows, model_cfgs) if model_cfgs is not None else []
     unmatched = sorted({m.abbr for m in models} - {r.model for r in rows if r.published_name})
-    return {'tiers': sort_tiers({tier for b in found.values() for tier in b}), 'rows': rows,
-            'notes': sorted(set(t.notes)), 'package_version': __version__,
-            'ruler_threshold': ruler_threshold, 'nolima_ratio': nolima_ratio,
-            'models_without_published_counterpart': unmatched,
-            'failures': failures, 'partial': list(t.partial), 'depth': t.depth,
-            'footnotes': {INCOMPARABLE: list(t.footnotes)} if t.footnotes else {},
-            'bench_tiers': {b: sort_tiers(by_tier) for b, by_tier in found.items()},
-            'references': {b.name: (load_references(b.name) or {}).get('source') for b in BENCHMARKS
-                           if b.name in found}}
+    benchmarks = {name: BenchResult(name, sort_tiers(by_tier), (refs[name] or {}).get('source'),
+                                    t.depth.get(name, {}), [r for r in rows if r.bench == name])
+                  for name, by_tier in found.items()}
+    return TierReport(tiers=sort_tiers({tier for b in found.values() for tier in b}), benchmarks=benchmarks,
+                      rows=rows, ruler_threshold=ruler_threshold, nolima_ratio=nolima_ratio,
+                      notes=sorted(set(t.notes)) + caveats, partial=list(t.partial),
+                      footnotes={INCOMPARABLE: list(t.footnotes)} if t.footnotes else {}, failures=failures,
+                      models_without_published_counterpart=unmatched, unplaced=unplaced, merge=merge)
 
 
 @dataclass
 class _Table:
-    """What :func:`build` reads (the run's datasets by benchmark, tier and task; one reader of the results) and
-    gathers while it makes the rows (notes, footnotes, partial rows, depth grids)."""
+    """What :func:`build` reads (the run's datasets by benchmark, tier and task; one reader of the results; the
+    published numbers) and gathers while it makes the rows (notes, footnotes, partial rows, depth grids)."""
     found: Dict
     result: Callable
     failed: Dict
     marks: Dict
     aliases: Dict
+    references: Dict[str, Optional[dict]]
     ruler_threshold: float
     nolima_ratio: float
     expected: Optional[set] = None     # the (model, dataset abbr) pairs the runs made (None: not known)
@@ -365,7 +251,7 @@ def _bench_rows(t: _Table, model: ModelInfo, bench: Bench) -> List[RowResult]:
     found, result = t.found[bench.name], t.result
     tiers = sort_tiers(found)
     mine = {tier: _own_datasets(t, model, found[tier]) for tier in tiers}
-    data: Dict[str, Unit] = {}   # this model's dataset units of the benchmark (:mod:`.intervals`)
+    data: Dict[str, Unit] = {}   # this model's dataset units of the benchmark (:mod:`.units`)
     task_cells = {tier: {task: task_cell(bench, result(model.abbr, abbr), tier, model, t.notes, abbr,
                                          t.failed.get((model.abbr, abbr)), data, task)
                          for task, abbr in mine[tier].items()} for tier in tiers}
@@ -375,7 +261,7 @@ def _bench_rows(t: _Table, model: ModelInfo, bench: Bench) -> List[RowResult]:
         grid = depth_bins([result(model.abbr, a) for a in mine[tier].values()])
         if grid:
             t.depth.setdefault(bench.name, {}).setdefault(model.abbr, {})[tier] = grid
-    refs = load_references(bench.name)
+    refs = t.references[bench.name]
     pub_name = t.aliases.get(bench.name, {}).get(model.abbr)
     rows, shown_tasks = [], set()
     for row in bench.rows:
@@ -389,12 +275,9 @@ def _bench_rows(t: _Table, model: ModelInfo, bench: Bench) -> List[RowResult]:
             continue  # the run has no dataset of this row at any tier, or an earlier row shows them all
         shown_tasks |= present
         t.partial.update(dict.fromkeys(_partial_notes(mb, row, cells)))
-        rr = _row_result(t, mb, row, cells, row_tasks, sampler)
         published = ((refs or {}).get('rows', {}).get(row.name) or {}).get(pub_name) if pub_name else None
-        if published:
-            rr.published_name = pub_name
-            rr.published = {tier: float(v) for tier, v in published.items()}
-        rows.append(rr)
+        rows.append(_row_result(t, mb, row, cells, row_tasks, sampler, pub_name if published else None,
+                                {tier: float(v) for tier, v in published.items()} if published else {}))
     return rows
 
 
@@ -451,16 +334,11 @@ def _mark_incomparable(t: _Table, mb: _ModelBench, cells: Dict[str, Cell], row_t
             t.footnotes.update(dict.fromkeys(why))
 
 
-def _row_result(t: _Table, mb: _ModelBench, row, cells: Dict[str, Cell], row_tasks, sampler) -> RowResult:
+def _row_result(t: _Table, mb: _ModelBench, row, cells: Dict[str, Cell], row_tasks, sampler: Resampler,
+                published_name: Optional[str], published: Dict[str, float]) -> RowResult:
     """A row's result: its cells, mean, base score, the NoLiMa and RULER effective lengths and their intervals."""
     bench, tiers, mine = mb.bench, mb.tiers, mb.mine
     ok = [c.score for c in cells.values() if c.status == 'ok']
-    rr = RowResult(mb.model.abbr, bench.name, row.name, cells, datasets={
-                       tier: {k: a for k, a in mine[tier].items() if k in row_tasks} for tier in tiers},
-                   mean=sum(ok) / len(ok) if ok else None,
-                   mean_note='' if len(ok) == len([c for c in cells.values() if c.status != 'n/a'])
-                   else 'over the tiers with results')
-    series = [(tier, cells[tier].score if cells[tier].status == 'ok' else None) for tier in tiers]
     base_scores = [cells[tier].score for tier in bench.base_tiers if tier in cells and cells[tier].status == 'ok']
     base = max(base_scores) if base_scores else None
     by_cluster = None
@@ -473,11 +351,11 @@ def _row_result(t: _Table, mb: _ModelBench, row, cells: Dict[str, Cell], row_tas
             by_cluster = paper_base_by_cluster(
                 bench, [(row.tasks[0], (t.result(mb.model.abbr, a) or {}).get('details') or [])
                         for a in base_abbrs], bench.paper_base) or ({}, {})
-    thr = nolima_threshold(base, t.nolima_ratio)
-    rr.effective = {
-        'nolima': dict(effective_length(series, thr) if thr is not None else {'contiguous': None, 'raw': None},
-                       base=base, threshold=thr),
-        'ruler': dict(effective_length(series, t.ruler_threshold), threshold=t.ruler_threshold),
-    }
-    effective_intervals(rr, tiers, sampler, bench.base_tiers, by_cluster, t.nolima_ratio)
-    return rr
+    return RowResult(mb.model.abbr, bench.name, row.name, cells,
+                     mean=sum(ok) / len(ok) if ok else None,
+                     mean_note='' if len(ok) == len([c for c in cells.values() if c.status != 'n/a'])
+                     else 'over the tiers with results',
+                     effective=row_effective(cells, tiers, sampler, bench.base_tiers, base, by_cluster, t.nolima_ratio,
+                                             t.ruler_threshold),
+                     published_name=published_name, published=published,
+                     datasets={tier: {k: a for k, a in mine[tier].items() if k in row_tasks} for tier in tiers})

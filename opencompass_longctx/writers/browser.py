@@ -112,9 +112,9 @@ def palette_png(path: str, colors: int = 256) -> str:
 
 
 def main(argv=None) -> int:
-    """``python -m opencompass_longctx.summarizers.browser PAGE PNG``: a picture of a page (make docs-screenshot)."""
+    """``python -m opencompass_longctx.writers.browser PAGE PNG``: a picture of a page (make docs-screenshot)."""
     import argparse
-    ap = argparse.ArgumentParser(prog='python -m opencompass_longctx.summarizers.browser', description=main.__doc__)
+    ap = argparse.ArgumentParser(prog='python -m opencompass_longctx.writers.browser', description=main.__doc__)
     ap.add_argument('page')
     ap.add_argument('png')
     ap.add_argument('--width', type=int, default=WIDTH)

@@ -18,8 +18,8 @@ import html
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from opencompass_longctx.summarizers.formats import shown_rows
-from opencompass_longctx.summarizers.rows import bench_by_name
+from opencompass_longctx.leaderboard.benchmarks import bench_by_name
+from opencompass_longctx.leaderboard.tier_report import Cell, RowResult, TierReport
 
 # viridis at 0, 0.1, ..., 1 (matplotlib's table): interpolated linearly in between
 VIRIDIS = ('#440154', '#482475', '#414487', '#355f8d', '#2a788e', '#21918c', '#22a884', '#44bf70', '#7ad151',
@@ -119,8 +119,9 @@ class Grid:
     lines: List[Line]
 
 
-def cell_of(c, title: str) -> HeatCell:
-    """A table cell (:class:`.rows.Cell`) as a heatmap cell; its title says the score, interval and counts."""
+def cell_of(c: Optional[Cell], title: str) -> HeatCell:
+    """A table cell (:class:`~opencompass_longctx.leaderboard.tier_report.Cell`) as a heatmap cell; its title says
+    the score, interval and counts."""
     if c is None:
         return HeatCell('missing', title=f'{title}: not run')
     partial = f'{c.cells_used}/{c.cells_total}' if c.cells_used < c.cells_total else ''
@@ -135,7 +136,7 @@ def cell_of(c, title: str) -> HeatCell:
                     marks)
 
 
-def task_cell(r, tier: str, task: str, failed: Dict[Tuple[str, str], object]) -> HeatCell:
+def task_cell(r: RowResult, tier: str, task: str, failed: Dict[Tuple[str, str], object]) -> HeatCell:
     """One dataset's cell, read from the row that holds it: its score inside the row's mean (``Cell.tasks``); FAIL
     where its own task failed; N/A where the row is N/A at that tier; else no result (with the row's reason)."""
     title = f'{task} at {tier}'
@@ -153,19 +154,19 @@ def task_cell(r, tier: str, task: str, failed: Dict[Tuple[str, str], object]) ->
     return HeatCell('missing', title=f'{title}: no score of its own in the report ({c.status}: {c.reason})')
 
 
-def task_grid(report: dict, bench: str, model: str) -> Optional[Grid]:
+def task_grid(report: TierReport, bench: str, model: str) -> Optional[Grid]:
     """The model's task x tier grid of a benchmark, in the order of the benchmark's rows: a row of several datasets
     gives one line per dataset that any model ran, then its mean; a row of one dataset (NoLiMa's variants), a split
     of one (one-hop, two-hop) or a mean of other rows (LongBioBench's ``mean``) gives one line. Rows with no value
     for any model are left out (as in the tier table). None: the model has no row of the benchmark."""
     spec = bench_by_name(bench)
-    shown = {(r.bench, r.row) for r in shown_rows(report)}
-    rows = {r.row: r for r in report['rows'] if r.model == model and r.bench == bench and (bench, r.row) in shown}
+    shown = {(r.bench, r.row) for r in report.shown_rows}
+    rows = {r.row: r for r in report.benchmarks[bench].rows if r.model == model and (bench, r.row) in shown}
     if not rows:
         return None
-    ran = {task for r in report['rows'] if r.bench == bench for by_task in r.datasets.values() for task in by_task}
-    failed = {(f.model, f.dataset): f for f in report.get('failures') or []}
-    tiers = report['bench_tiers'][bench]
+    ran = {task for r in report.benchmarks[bench].rows for by_task in r.datasets.values() for task in by_task}
+    failed = {(f.model, f.dataset): f for f in report.failures}
+    tiers = report.benchmarks[bench].tiers
     lines, done = [], set()
     for row in spec.rows:
         r = rows.get(row.name)
@@ -182,10 +183,10 @@ def task_grid(report: dict, bench: str, model: str) -> Optional[Grid]:
     return Grid('task', bench, model, tiers, lines)
 
 
-def depth_grids(report: dict) -> Dict[Tuple[str, str], Grid]:
+def depth_grids(report: TierReport) -> Dict[Tuple[str, str], Grid]:
     """{(benchmark, model): its needle depth x tier grid} where the benchmark records each sample's depth
     (:func:`.plots.heatmaps`: the share of correct samples per depth bin; blank where no sample fell)."""
-    from opencompass_longctx.summarizers.plots import heatmaps
+    from opencompass_longctx.writers.plots import heatmaps
     out = {}
     for h in heatmaps(report):
         bins = len(h['grid'])
