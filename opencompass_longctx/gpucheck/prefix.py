@@ -17,7 +17,7 @@ Reported: the measured hit rate (cached tokens / prompt tokens), the plan's pred
 formula, and the exact block trie on the real token ids at the engine's batch size), the spec's declared share,
 and the seconds saved.
 """
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List
 
 from opencompass_longctx.gpucheck.throughput import BenchEngine, _uncached, timed_pass
 SYSTEM = 'You are a helpful assistant'        # NoLiMa's system message (configs/datasets/nolima/nolima_base.py)
@@ -113,12 +113,3 @@ def run_prefix(rec, engine_now: Callable[[], BenchEngine], config_path: str, tie
     rec.set(**out)
     return out
 
-
-def verdict_text(s: Dict) -> Optional[str]:
-    """'hit rate 0.61 measured vs 0.64 predicted by the plan (declared 0.65), 3.2 s saved of 9.1' (None: not
-    measured)."""
-    if s.get('hit_rate') is None:
-        return None
-    return (f"hit rate {s['hit_rate']:.2f} measured vs {s['predicted_share']:.2f} predicted by the plan (trie "
-            f"{s['predicted_share_trie']:.2f}, declared {s['declared_share']:.2f}), {s['seconds_saved']:.1f} s saved "
-            f"of {s['seconds_uncached']:.1f}")
