@@ -13,42 +13,9 @@ import math
 import time
 
 import numpy as np
-from scipy.stats import t as student
 
+from opencompass_longctx.stats import coverage
 from opencompass_longctx.stats import intervals as I
-N = 500
-
-
-def sizes(g, dominant):
-    if dominant is None:
-        s = np.full(g, N // g)
-        s[: N - s.sum()] += 1
-        return s
-    big = int(round(dominant * N))
-    rest = np.full(g - 1, (N - big) // (g - 1))
-    rest[: N - big - rest.sum()] += 1
-    return np.concatenate([[big], rest])
-
-
-def cell(g, dominant, sd, mu, reps, seed=1):
-    rng = np.random.default_rng(seed)
-    n = sizes(g, dominant).astype(float)
-    p = 1 / (1 + np.exp(-rng.normal(mu, sd, (reps, g))))
-    s = rng.binomial(n.astype(int), p).astype(float)
-    truth = 100 * float(np.mean(1 / (1 + np.exp(-np.random.default_rng(0).normal(mu, sd, 400_000)))))
-    new = old = width_new = width_old = outside_old = 0.0
-    for row in s:
-        b = I.clustered_interval(I.ClusterTable(np.arange(g), np.zeros(g, dtype=np.int64), n, row, row,
-                                                np.array([1.0])))
-        new += b.contains(truth)
-        width_new += b.hi - b.lo
-        est = 100 * row.sum() / n.sum()
-        contrib = (row - n * est / 100) / n.sum()
-        half = 100 * student.ppf(0.975, g - 1) * math.sqrt(g / (g - 1) * float(contrib @ contrib))
-        old += abs(est - truth) <= half
-        width_old += 2 * half
-        outside_old += est - half < 0 or est + half > 100
-    return old / reps, width_old / reps, new / reps, width_new / reps, outside_old / reps
 
 
 def main(argv=None):
@@ -63,10 +30,11 @@ def main(argv=None):
         for g in (10, 12, 15, 20):
             for sd in (0.0, 0.25, 0.5, 1.0):
                 for mu in (0.0, 2.0):
-                    old, w_old, new, w_new, out_old = cell(g, dominant, sd, mu, args.reps)
-                    covered.append(new)
+                    c = coverage.simulate(g, dominant, sd, mu, args.reps)
+                    covered.append(c.covered)
                     print(f'| {g} | {"yes" if dominant else "no"} | {sd:g} | {100 / (1 + math.exp(-mu)):.0f}% | '
-                          f'{100 * old:.1f}% ({w_old:.1f}) | {100 * new:.1f}% ({w_new:.1f}) | {100 * out_old:.1f}% |')
+                          f'{100 * c.covered_cr1:.1f}% ({c.width_cr1:.1f}) | {100 * c.covered:.1f}% ({c.width:.1f}) | '
+                          f'{100 * c.outside_cr1:.1f}% |')
     print(f'\nafter: coverage {100 * min(covered):.1f}-{100 * max(covered):.1f}% over the grid')
     rng = np.random.default_rng(0)
     n = np.full(58, 130.0)

@@ -10,53 +10,14 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import t as student
 
+from opencompass_longctx.stats import coverage
 from opencompass_longctx.stats import intervals as I
 from opencompass_longctx.writers import formats
 from opencompass_longctx.leaderboard import build as rp
 from opencompass_longctx.stats.effective import holding_point
 from opencompass_longctx.leaderboard.benchmarks import bench_by_name
 REPS = 2000
-N = 500
-
-
-def sizes(g, dominant):
-    if dominant is None:
-        s = np.full(g, N // g)
-        s[: N - s.sum()] += 1
-        return s
-    big = int(round(dominant * N))
-    rest = np.full(g - 1, (N - big) // (g - 1))
-    rest[: N - big - rest.sum()] += 1
-    return np.concatenate([[big], rest])
-
-
-def truth(mu, sd):
-    z = np.random.default_rng(0).normal(mu, sd, 400_000)
-    return 100 * float(np.mean(1 / (1 + np.exp(-z))))
-
-
-def simulate(g, dominant, sd, mu, reps=REPS, seed=1):
-    """(coverage of the bounded CR2 interval, of CR1 with t(G-1), mean width, share of intervals inside [0, 100])."""
-    rng = np.random.default_rng(seed)
-    n = sizes(g, dominant).astype(float)
-    p = 1 / (1 + np.exp(-rng.normal(mu, sd, (reps, g))))
-    s = rng.binomial(n.astype(int), p).astype(float)
-    target = truth(mu, sd)
-    hit_new = hit_old = inside = 0
-    width = 0.0
-    for row in s:
-        table = I.ClusterTable(np.arange(g), np.zeros(g, dtype=np.int64), n, row, row, np.array([1.0]))
-        b = I.clustered_interval(table)
-        hit_new += b.contains(target)
-        inside += 0 <= b.lo <= b.hi <= 100
-        width += b.hi - b.lo
-        est = row.sum() / n.sum()
-        contrib = (row - n * est) / n.sum()
-        half = 100 * student.ppf(0.975, g - 1) * math.sqrt(g / (g - 1) * float(contrib @ contrib))
-        hit_old += abs(100 * est - target) <= half
-    return hit_new / reps, hit_old / reps, width / reps, inside / reps
 
 
 GRID = [(g, dom, sd, mu) for dom in (None, 0.6) for g in (10, 20) for sd in (0.0, 0.5, 1.0) for mu in (0.0, 2.0)]
@@ -64,13 +25,13 @@ GRID = [(g, dom, sd, mu) for dom in (None, 0.6) for g in (10, 20) for sd in (0.0
 
 @pytest.mark.parametrize('g,dominant,sd,mu', GRID)
 def test_the_clustered_interval_covers_93_to_97_percent_on_balanced_and_dominated_cells(g, dominant, sd, mu):
-    new, old, width, inside = simulate(g, dominant, sd, mu)
-    print(f'G={g} dominant={dominant} sd={sd} mu={mu}: bounded CR2 {100 * new:.1f}% (width {width:.1f} points), '
-          f'CR1 {100 * old:.1f}%')
-    assert 0.925 <= new <= 0.975, new      # 93-97% with the +-0.5 point noise of 2,000 replications
-    assert inside == 1.0
+    c = coverage.simulate(g, dominant, sd, mu, reps=REPS)
+    print(f'G={g} dominant={dominant} sd={sd} mu={mu}: bounded CR2 {100 * c.covered:.1f}% (width {c.width:.1f} '
+          f'points), CR1 {100 * c.covered_cr1:.1f}%')
+    assert 0.925 <= c.covered <= 0.975, c.covered      # 93-97% with the +-0.5 point noise of 2,000 replications
+    assert c.inside == 1.0
     if dominant and sd >= 0.5:
-        assert old < 0.8, old               # the interval the table printed before: far too narrow here
+        assert c.covered_cr1 < 0.8, c.covered_cr1       # the interval the table printed before: far too narrow here
 
 
 @pytest.mark.parametrize('sd', [0.0, 1.0, 2.0])
