@@ -54,7 +54,7 @@ endef
 
 help:
 	@echo 'make demo         set up .venv and run the CPU demo (prints where its page, tier table and plots are)'
-	@echo 'make docs-screenshot  the demo, then a picture of its page: $(DOCS_SCREENSHOT) (in the README; needs chromium)'
+	@echo 'make docs-screenshot  the demo, then a picture of its page: $(DOCS_SCREENSHOT), and $(DOCS_SHOWCASE) (in the README; needs chromium)'
 	@echo 'make test         set up .venv, LMDeploy config classes, SmolLM2, system packages; run the tests'
 	@echo 'make test-fast    the unit tests only (no opencompass process, browser or Slurm): the loop while working'
 	@echo 'make gpu-install  a GPU machine: $(GPU_VENV) with LMDeploy 0.18.0 and torch 2.10.0 (one CUDA 12.8 stack)'
@@ -149,8 +149,12 @@ demo: $(STAMP_INSTALL)
 
 # The README's picture of the page: the demo's page, whole, at 1400 px, in 256 colors (docs/leaderboard.md).
 DOCS_SCREENSHOT ?= docs/leaderboard.png
+# And the top of a page of eight made-up models (no model is run: opencompass_longctx/demo/synthetic_run.py).
+DOCS_SHOWCASE ?= docs/leaderboard-top.png
+SHOWCASE_DIR ?= outputs/longctx_showcase
 docs-screenshot: demo
 	$(call step,docs-screenshot,$(ACTIVATE) python -m opencompass_longctx.writers.browser "$$(python -c "$$DEMO_PAGE_OF_PY" $(DEMO_LOG))" $(DOCS_SCREENSHOT) --palette,install Debian's chromium (make system-deps as root) and run make docs-screenshot again)
+	$(call step,docs-screenshot showcase,$(ACTIVATE) rm -rf $(SHOWCASE_DIR) && longctx-report "$$(python -m opencompass_longctx.demo.synthetic_run $(SHOWCASE_DIR))" -o $(SHOWCASE_DIR)/report --no-plots >/dev/null && python -m opencompass_longctx.writers.browser $(SHOWCASE_DIR)/report/longctx_leaderboard.html $(DOCS_SHOWCASE) --until leaderboard --palette,install Debian's chromium (make system-deps as root) and run make docs-screenshot again)
 
 test: $(STAMP_INSTALL) lmdeploy smollm2 system-deps
 	$(call step,test,$(ACTIVATE) python -m pytest -q tests$(if $(strip $(PYTEST_ARGS)), $(PYTEST_ARGS)),rerun only what failed: make test PYTEST_ARGS="--lf -x")

@@ -202,3 +202,20 @@ def test_ranks_rest_on_the_tiers_both_models_have(tmp_path):
     assert short['vs']['diff'] == pytest.approx(100 * (np.mean([0.97]) - 0.90), abs=4)
     assert short['vs']['diff'] > 0 and short['tiers'] == ['0k'] and short['partial']
     assert 'ranked on its 1 of 2 tiers' in short['decision']
+
+
+def test_the_showcase_run_ranks_its_made_up_models_as_their_abilities_say(tmp_path, capsys):
+    """``python -m opencompass_longctx.demo.synthetic_run DIR`` (the README's leaderboard picture): the run it prints
+    ranks the steadiest strong model alone first and the weakest two last, on every benchmark."""
+    from opencompass_longctx.demo import synthetic_run
+    from opencompass_longctx.leaderboard.merge import build_merged, merge
+    assert synthetic_run.main([str(tmp_path / 'work'), '--samples', '40']) == 0
+    run = capsys.readouterr().out.strip()
+    assert run.startswith(str(tmp_path / 'work'))
+    merged = merge([run])
+    comparer = Comparer(build_merged(merged, 85.6, 0.85), merged.results, merged.marks)
+    for bench in ('babilong', 'nolima', 'longbio'):
+        board = [e for e in comparer.leaderboard('score') if e['bench'] == bench]
+        assert [e['model'] for e in board][0] == 'steady-70b' and board[0]['rank_hi'] == 1, board[:2]
+        assert {e['model'] for e in board[-2:]} == {'tiny-1b', 'short-window-8b'}
+        assert all(e['rank'] >= 2 for e in board[1:])

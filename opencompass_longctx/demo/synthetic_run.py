@@ -97,3 +97,37 @@ def write_run(run: str, models: Sequence[str], ability: Callable[[str, str, str]
         f.write(f'models = {model_cfgs!r}\ndatasets = {datasets!r}\n'
                 f'model_dataset_combinations = {[dict(models=[c for c in model_cfgs if c["abbr"] == x["models"][0]["abbr"]], datasets=x["datasets"]) for x in combos]!r}\n')
     return run
+
+
+# The made-up leaderboard of ``python -m opencompass_longctx.demo.synthetic_run`` (the README's second picture):
+# (name, accuracy at the shortest tier, points lost per doubling of the length).
+SHOWCASE = (('steady-70b', 0.93, 0.02), ('fast-fader-70b', 0.96, 0.12), ('mid-32b', 0.85, 0.06),
+            ('long-native-14b', 0.78, 0.02), ('mid-14b', 0.80, 0.08), ('small-8b', 0.72, 0.09),
+            ('short-window-8b', 0.75, 0.25), ('tiny-1b', 0.45, 0.07))
+SHOWCASE_TIERS = {'babilong': ['0k', '1k', '2k', '4k', '8k', '16k', '32k'],
+                  'nolima': ['250', '500', '1k', '2k', '4k', '8k', '16k', '32k'],
+                  'longbio': ['0k', '1k', '2k', '4k', '8k', '16k']}
+
+
+def main(argv=None) -> int:
+    """Write the showcase run under WORK_DIR and print its run directory (then: ``longctx-report RUN``)."""
+    import argparse
+    ap = argparse.ArgumentParser(description='Write a finished run of made-up models (no model is run) for '
+                                             'longctx-report: the leaderboard at a glance.')
+    ap.add_argument('work_dir')
+    ap.add_argument('--samples', type=int, default=100)
+    args = ap.parse_args(argv)
+    shape = {name: (top, loss) for name, top, loss in SHOWCASE}
+
+    def ability(model: str, bench: str, tier: str) -> float:
+        top, loss = shape[model]
+        return max(0.02, top - loss * SHOWCASE_TIERS[bench].index(tier))
+
+    run = write_run(os.path.join(args.work_dir, '20260101_000000'), [m for m, _, _ in SHOWCASE], ability,
+                    SHOWCASE_TIERS, samples=args.samples)
+    print(run)
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
