@@ -19,6 +19,7 @@ recorded), never by a path's last component. Two different models under one abbr
 named by :func:`labels`.
 """
 import hashlib
+import functools
 import json
 import os
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -44,7 +45,13 @@ def _dotted(typ) -> str:
 
 def init_defaults(dotted: str) -> Dict[str, object]:
     """The literal default arguments of a class's own ``__init__``, read from its source file without importing
-    it (an evaluator's module pulls in OpenCompass's model stack: seconds per report); {} when not found."""
+    it (an evaluator's module pulls in OpenCompass's model stack: seconds per report); {} when not found. Read once
+    per class and report (a leaderboard asks for each of its thousands of result files)."""
+    return dict(_init_defaults(dotted))
+
+
+@functools.lru_cache(maxsize=None)
+def _init_defaults(dotted: str) -> Dict[str, object]:
     import ast
     import importlib.util
     mod, _, name = dotted.rpartition('.')

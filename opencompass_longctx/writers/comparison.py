@@ -5,7 +5,7 @@ import csv
 import io
 import json
 import os
-from dataclasses import asdict
+from dataclasses import fields
 from typing import Dict, Optional, Sequence
 
 from opencompass_longctx.leaderboard.compare import FULL_TABLE_UP_TO, LEVEL, Paired
@@ -101,7 +101,8 @@ def to_csv(table: Sequence[Paired]) -> str:
 
 
 def to_json(table: Sequence[Paired], board: Sequence[dict], rank_by: str = 'score') -> str:
-    rows = [dict(asdict(p), significant=p.significant) for p in table]
+    names = [f.name for f in fields(Paired)]     # flat fields (``excluded`` a dict of ints): no deep copy needed
+    rows = [dict({k: getattr(p, k) for k in names}, significant=p.significant) for p in table]
     method = dict(level=LEVEL, tests=METHODS, exact_up_to=stats.EXACT_UP_TO, min_testable=stats.MIN_TESTABLE,
                   ranks=RANK_RULE.format(rank_by=rank_by))
     return json.dumps({'method': method, 'paired': rows, 'leaderboard': list(board)}, indent=1, sort_keys=True)
