@@ -213,7 +213,11 @@ def test_the_showcase_run_ranks_its_made_up_models_as_their_abilities_say(tmp_pa
     run = capsys.readouterr().out.strip()
     assert run.startswith(str(tmp_path / 'work'))
     merged = merge([run])
-    comparer = Comparer(build_merged(merged, 85.6, 0.85), merged.results, merged.marks)
+    report = build_merged(merged, 85.6, 0.85)
+    longbio = [r for r in report.rows if r.bench == 'longbio']
+    assert len(longbio) == 8 * 4 and not report.partial            # 3 categories + mean per model, none partial
+    assert all(c.status == 'ok' and c.cells_used == c.cells_total for r in longbio for c in r.cells.values())
+    comparer = Comparer(report, merged.results, merged.marks)
     for bench in ('babilong', 'nolima', 'longbio'):
         board = [e for e in comparer.leaderboard('score') if e['bench'] == bench]
         assert [e['model'] for e in board][0] == 'steady-70b' and board[0]['rank_hi'] == 1, board[:2]

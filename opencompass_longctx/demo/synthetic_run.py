@@ -6,8 +6,8 @@ each sample's outcome drawn from the model's ability:
 * BABILong qa1-qa5: ``samples`` independent stories per task and tier (a story is the same at every tier);
 * NoLiMa main, copied per model (``nolima_main_<tier>@<model>``): ``entries`` needle entries x ``per_entry`` prompts,
   each entry's accuracy logit-normal around the model's (sd ``entry_sd``), so samples of an entry are a cluster;
-* LongBioBench: one cell per category (standard, calculation, idk), ``samples`` seeds per cell, each seed one
-  cluster across the cells and tiers.
+* LongBioBench: the cells ``longbio_cells`` (by default one per category: standard, calculation, idk; the
+  showcase writes all 15), ``samples`` seeds per cell, each seed one cluster across the cells and tiers.
 
 ``ability(model, bench, tier)`` gives the accuracy (0..1) the samples are drawn with. Deterministic for a seed.
 """
@@ -50,7 +50,7 @@ def _write_dataset(run: str, model: str, abbr: str, correct: Sequence[bool], ext
 
 def write_run(run: str, models: Sequence[str], ability: Callable[[str, str, str], float],
               tiers: Dict[str, Sequence[str]], samples: int = 100, entries: int = 58, per_entry: int = 26,
-              entry_sd: float = 1.0, seed: int = 0) -> str:
+              entry_sd: float = 1.0, seed: int = 0, longbio_cells: Sequence[str] = LONGBIO_CELLS) -> str:
     """Write the run under ``run`` (a run directory: ``<work_dir>/<timestamp>``) and return it. ``tiers``:
     {benchmark: its tiers} for the benchmarks to write (babilong, nolima, longbio)."""
     rng = np.random.default_rng(seed)
@@ -61,7 +61,7 @@ def write_run(run: str, models: Sequence[str], ability: Callable[[str, str, str]
             if bench == 'babilong':
                 datasets += [dict(abbr=f'babilong_{t}_{tier}', eval_cfg=ev) for t in BABILONG_TASKS]
             elif bench == 'longbio':
-                datasets += [dict(abbr=f'longbio_{c}_{tier}', eval_cfg=ev) for c in LONGBIO_CELLS]
+                datasets += [dict(abbr=f'longbio_{c}_{tier}', eval_cfg=ev) for c in longbio_cells]
             else:
                 datasets += [dict(abbr=f'nolima_main_{tier}@{m}', eval_cfg=ev) for m in models]
     combos = []
@@ -78,7 +78,7 @@ def write_run(run: str, models: Sequence[str], ability: Callable[[str, str, str]
                         _write_dataset(run, m, f'babilong_{t}_{tier}', won, [{}] * samples,
                                        [f'{t} story {i} at {tier}' for i in range(samples)])
                 elif bench == 'longbio':
-                    for c in LONGBIO_CELLS:
+                    for c in longbio_cells:
                         won = rng.random(samples) < p
                         _write_dataset(run, m, f'longbio_{c}_{tier}', won, [{'seed': i} for i in range(samples)],
                                        [f'{c} bio {i} at {tier}' for i in range(samples)])
@@ -123,8 +123,9 @@ def main(argv=None) -> int:
         top, loss = shape[model]
         return max(0.02, top - loss * SHOWCASE_TIERS[bench].index(tier))
 
+    from opencompass_longctx.longbio.catalogue import LONGBIO_CELLS as ALL_CELLS
     run = write_run(os.path.join(args.work_dir, '20260101_000000'), [m for m, _, _ in SHOWCASE], ability,
-                    SHOWCASE_TIERS, samples=args.samples)
+                    SHOWCASE_TIERS, samples=args.samples, longbio_cells=[c['cell'] for c in ALL_CELLS])
     print(run)
     return 0
 
