@@ -112,6 +112,7 @@ def run_report(args) -> dict:
     from opencompass_longctx.leaderboard.compare import FULL_TABLE_UP_TO, Comparer
     from opencompass_longctx.leaderboard.merge import build_merged, merge
     from opencompass_longctx.writers import comparison, formats, html
+    from opencompass_longctx.writers.plots import start_plots
     merged = merge(args.work_dirs, [parse_rename(r) for r in args.renames])
     report = build_merged(merged, args.ruler_threshold, args.nolima_ratio)
     models = [m.abbr for m in merged.models]
@@ -126,7 +127,9 @@ def run_report(args) -> dict:
         out = os.path.join(merged.runs[0].path, 'summary')
     else:
         out = args.output or DEFAULT_MERGED_DIR
-    paths = formats.write(report, out, 'longctx_report', not args.no_plots)
+    paths = formats.write(report, out, 'longctx_report', plots=False)
+    # the plots are drawn in a worker process while this one computes the comparisons (the other core)
+    plotted = None if args.no_plots else start_plots(report, os.path.join(out, 'longctx_report_plots'))
     print(formats.to_markdown(report))
     comparer = Comparer(report, merged.results, merged.marks)
     pairs = [tuple(args.compare)] if args.compare else list(itertools.combinations(models, 2))
@@ -136,6 +139,8 @@ def run_report(args) -> dict:
     if pairs:
         paths['compare'] = comparison.write_comparison(table, board, args.rank_by, out)
         print(comparison.to_markdown(table, board, args.rank_by))
+    if plotted is not None:
+        paths['plots'] = plotted()
     if not args.no_html:
         paths['html'] = html.write_page(report, table, board, paths.get('plots') or [], args.rank_by,
                                         os.path.join(out, 'longctx_leaderboard.html'))

@@ -156,6 +156,23 @@ def test_plots_keep_every_model_visible_and_mark_na_and_partial(tmp_path, monkey
     assert any('k/n' in t.get_text() for t in lb.get_legend().get_texts())
 
 
+def test_plots_drawn_in_a_worker_are_the_plots_drawn_here(tmp_path, monkeypatch):
+    """longctx-report draws the plots in a spawned worker while it compares (start_plots): the same files, byte for
+    byte, as drawing them in this process; with one core they are drawn here, before start_plots returns."""
+    rep = make_report(tmp_path / 'run')
+    here = plots.plot_report(rep, str(tmp_path / 'here'))
+    monkeypatch.setattr('opencompass_longctx.parallel.available_cores', lambda: 2)
+    pending = plots.start_plots(rep, str(tmp_path / 'worker'))
+    there = pending()
+    assert [os.path.basename(p) for p in there] == [os.path.basename(p) for p in here] and len(here) > 1
+    assert all(open(a, 'rb').read() == open(b, 'rb').read() for a, b in zip(here, there))
+    monkeypatch.setattr('opencompass_longctx.parallel.available_cores', lambda: 1)
+    monkeypatch.setattr('concurrent.futures.ProcessPoolExecutor', None)   # no worker may be started
+    pending = plots.start_plots(rep, str(tmp_path / 'one-core'))
+    assert sorted(os.listdir(tmp_path / 'one-core')) == sorted(os.path.basename(p) for p in here)
+    assert [os.path.basename(p) for p in pending()] == [os.path.basename(p) for p in here]
+
+
 @pytest.mark.browser
 def test_page_in_a_browser_states_directions_hides_empty_rows_and_escapes_names(tmp_path):
     need_chromium()

@@ -25,7 +25,6 @@ The leaderboard (:meth:`Comparer.leaderboard`) ranks each benchmark's ranking ro
 first) per tier and overall, with rank intervals from all pairwise tests under Holm's correction
 (:mod:`opencompass_longctx.stats.ranks`). Their Markdown, CSV and JSON: :mod:`opencompass_longctx.writers.comparison`.
 """
-import hashlib
 import itertools
 import math
 from dataclasses import asdict, dataclass, field
@@ -37,7 +36,7 @@ from opencompass_longctx.errors import LongCtxError
 from opencompass_longctx.leaderboard.benchmarks import bench_by_name
 from opencompass_longctx.leaderboard.build import row_task_names
 from opencompass_longctx.leaderboard.merge import MergedResults
-from opencompass_longctx.leaderboard.runs import ReportInputError, per_model_copy, prompt_text, read_predictions
+from opencompass_longctx.leaderboard.runs import Seen, per_model_copy
 from opencompass_longctx.leaderboard.tier_report import Effective, TierReport
 from opencompass_longctx.leaderboard.units import detail_value, value_key
 from opencompass_longctx.overlength import ENGINE_ERROR, ENGINE_TOO_SMALL, OVER_LENGTH
@@ -110,12 +109,12 @@ def _cluster(bench, task: str, d: dict, position: int, where: str):
                         '`opencompass ... -r` to compare it)') from None
 
 
-def _predictions(results: MergedResults, model: str, abbr: str) -> Optional[List[dict]]:
+def _seen(results: MergedResults, model: str, abbr: str) -> Optional[List[Seen]]:
+    """The chosen result's predictions as the merge read them once (prompt digest, gold, prediction per sample);
+    None where there are none or they cannot be read (the samples are then paired by position)."""
     run = results.run_of(model, abbr)
-    try:
-        return read_predictions(run.path, model, abbr)
-    except (OSError, ValueError, ReportInputError) as e:   # an unreadable file: no pairing by prompt
-        raise NotPaired(f'{model}/{abbr}: {e}') from e
+    fp = run.fingerprint(model, abbr) if run is not None else None
+    return fp.seen if fp is not None else None
 
 
 def units(results: MergedResults, model: str, abbr: str, metric: str, detail_filter: Tuple[str, str] = (),
@@ -128,23 +127,19 @@ def units(results: MergedResults, model: str, abbr: str, metric: str, detail_fil
     if not res or 'error' in res or not isinstance(res.get('details'), list):
         raise NotPaired(f'{model}/{abbr}: no per-sample details')
     details = res['details']
-    preds = _predictions(results, model, abbr)
-    if preds is not None and len(preds) != len(details):
-        preds = None
+    seen = _seen(results, model, abbr)
+    if seen is not None and len(seen) != len(details):
+        seen = None
     key = value_key(res)
     task = bench.match(abbr)[0] if bench is not None and bench.match(abbr) else ''
     rows = []
     for i, d in enumerate(details):
-        pred = preds[i].get('prediction') if preds else None
+        pred = seen[i].prediction if seen else None
         status = _MARKERS.get(pred, 0) if isinstance(pred, str) else 0
         status = status or (1 if detail_value(d, 'over_length') else 0)
-        gold = preds[i].get('gold') if preds else detail_value(d, 'answer')
+        gold = seen[i].gold if seen else detail_value(d, 'answer')
         # the sample's identity, interned in this process (:class:`Codes`): a digest of the prompt, not its text
-        if per_model_copy(abbr) or not preds:
-            ident = (i, repr(gold))
-        else:
-            text = prompt_text(preds[i].get('origin_prompt'))
-            ident = (hashlib.blake2b(text.encode('utf-8', 'surrogatepass'), digest_size=16).digest(), repr(gold))
+        ident = (i, repr(gold)) if per_model_copy(abbr) or not seen else (seen[i].digest, repr(gold))
         v = detail_value(d, key)
         value = float(v) if status == 0 and isinstance(v, (bool, int, float)) else None
         if value is not None and not math.isfinite(value):

@@ -22,7 +22,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from opencompass_longctx.errors import LongCtxError
 from opencompass_longctx.leaderboard.build import ModelInfo
@@ -32,13 +32,19 @@ from opencompass_longctx.leaderboard.results import Results
 from opencompass_longctx.util import plural
 from opencompass_longctx.weights import read_recorded
 _STAMP = re.compile(r'^\d{8}_\d{6}$')
-# {(run directory, model abbr shown): the abbr the run wrote its files under}, for the models renamed with ``--as``:
-# read_predictions(run, shown abbr, dataset) is how the comparison reads a chosen result's predictions.
-_RENAMED: Dict[Tuple[str, str], str] = {}
 
 
 class ReportInputError(LongCtxError):
     """Bad input to the report: it names the run(s) and what to do."""
+
+
+class Seen(NamedTuple):
+    """What the comparison needs of one prediction, kept from the one read of its file (a 1m tier's predictions
+    hold megabytes of prompt per sample): the prompt's digest (:func:`prompt_digest`), the gold answer, the
+    prediction."""
+    digest: bytes
+    gold: object
+    prediction: object
 
 
 @dataclass
@@ -49,6 +55,7 @@ class Fingerprint:
     mode_text: str
     samples: int
     problem: Optional[str] = None   # why the predictions cannot be read (then rows and design are None)
+    seen: Optional[List[Seen]] = field(default=None, repr=False, compare=False)   # per sample, in index order
 
     def short(self) -> str:
         return f'rows {self.rows or "?"}, {plural(self.samples, "sample")}, scoring {self.mode}'
@@ -102,7 +109,6 @@ class Run:
                            for k, v in self.model_cfgs.items()}
         self.expected = [(new if m == old else m, a) for m, a in self.expected]
         self.disk[new] = self.disk.pop(old, old)
-        _RENAMED[os.path.realpath(self.path), new] = self.disk[new]
         self.results = Results(self.path, self.disk)
         self._fp.clear()
 
@@ -297,10 +303,9 @@ def load_predictions(run_path: str, model: str, abbr: str) -> Tuple[Optional[Lis
     return out or None, None
 
 
-def read_predictions(run_path: str, model: str, abbr: str) -> Optional[List[dict]]:
-    """The predictions of a dataset in index order, or None when there are none or they cannot be read (the merge
-    leaves such a dataset out: :func:`load_predictions` says why). ``model``: the abbr shown (renamed or not)."""
-    return load_predictions(run_path, _RENAMED.get((os.path.realpath(run_path), model), model), abbr)[0]
+def prompt_digest(text: str) -> bytes:
+    """A sample's identity for pairing two models' samples: a 16-byte digest of its prompt text, not the text."""
+    return hashlib.blake2b(text.encode('utf-8', 'surrogatepass'), digest_size=16).digest()
 
 
 def _filled(evaluator: dict) -> dict:
@@ -332,7 +337,8 @@ def fingerprint(run: Run, model: str, abbr: str) -> Optional[Fingerprint]:
     if preds is None:
         return Fingerprint(None, None, mode, mode_text, len(res.get('details') or []), problem)
     rows = [(prompt_text(p.get('origin_prompt')), p.get('gold')) for p in preds]
-    return Fingerprint(content_sha(rows), content_sha([g for _, g in rows]), mode, mode_text, len(rows))
+    seen = [Seen(prompt_digest(text), gold, p.get('prediction')) for (text, gold), p in zip(rows, preds)]
+    return Fingerprint(content_sha(rows), content_sha([g for _, g in rows]), mode, mode_text, len(rows), seen=seen)
 
 
 def per_model_copy(abbr: str) -> bool:

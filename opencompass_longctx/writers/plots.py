@@ -13,11 +13,14 @@ failed is marked in the model's own colour and marker below the 0 line; a partia
 hollow marker labelled k/n. File names are made from the benchmark, row and model
 names by :func:`file_part`: any model abbr (``org/model``, spaces, unicode, ``..``) gives one plain file name
 inside the plot directory.
+
+``longctx-report`` draws them in a worker process (:func:`start_plots`) while it computes the comparisons: drawing
+50 models' plots takes as long as a third of their comparisons, and a second core is otherwise idle.
 """
 import hashlib
 import os
 import re
-from typing import Dict, List
+from typing import Callable, Dict, List
 
 from opencompass_longctx.leaderboard.benchmarks import BENCHMARKS
 from opencompass_longctx.leaderboard.tier_report import TierReport
@@ -119,15 +122,50 @@ def heatmaps(report: TierReport) -> List[dict]:
 
 
 def plot_report(report: TierReport, out_dir: str) -> List[str]:
-    plt = _plt()
-    os.makedirs(out_dir, exist_ok=True)
+    """Draw every plot of the report into ``out_dir``; the files written, in plan order."""
+    return draw(plan(report), out_dir)
+
+
+def plan(report: TierReport) -> List[dict]:
+    """What every plot shows, as plain data (score plots, then heatmaps); ValueError where two would share a file."""
     planned = score_plots(report) + heatmaps(report)
     names = [p['file'] for p in planned]
     clash = sorted({n for n in names if names.count(n) > 1})
     if clash:
         raise ValueError(f'two plots would be written to the same file ({", ".join(clash)}): rename one of the '
                          'benchmark rows or model abbrs that make it')
+    return planned
+
+
+def draw(planned: List[dict], out_dir: str) -> List[str]:
+    plt = _plt()
+    os.makedirs(out_dir, exist_ok=True)
     return [_score_plot(plt, p, out_dir) if 'series' in p else _heatmap(plt, p, out_dir) for p in planned]
+
+
+def start_plots(report: TierReport, out_dir: str) -> Callable[[], List[str]]:
+    """:func:`plot_report` in the background: planned here, drawn in one spawned worker process while the caller
+    goes on; the function returned waits for the files and returns them (raising what drawing raised). Drawn here
+    and now where this process has one core, or a worker cannot be started."""
+    planned = plan(report)
+    from opencompass_longctx.parallel import available_cores
+    if available_cores() > 1 and len(planned) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        try:
+            pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context('spawn'))
+            future = pool.submit(draw, planned, out_dir)
+        except OSError:      # no process can be started here (a sandbox, no /dev/shm): draw them in this one
+            pass
+        else:
+            def result() -> List[str]:
+                try:
+                    return future.result()
+                finally:
+                    pool.shutdown()
+            return result
+    paths = draw(planned, out_dir)
+    return lambda: paths
 
 
 def _colors(plt, n: int) -> list:
