@@ -64,6 +64,17 @@ def progress(total: Optional[int] = None, desc: Optional[str] = None, unit: str 
                 disable=not enabled or os.environ.get('LONGCTX_PROGRESS', '1') == '0')
 
 
+def with_progress(items: Iterable, total: Optional[int], desc: str) -> Iterator:
+    """``items`` passed through, a :func:`progress` bar counting them."""
+    bar = progress(total, desc)
+    try:
+        for x in items:
+            yield x
+            bar.update(1)
+    finally:
+        bar.close()
+
+
 def startup_factor(tokenizer) -> int:
     """How much more a worker costs to start with this tokenizer than with a tiktoken vocabulary."""
     return 1 if tokenizer.kind == 'tiktoken' else HF_STARTUP

@@ -127,18 +127,20 @@ def run_report(args) -> dict:
         out = os.path.join(merged.runs[0].path, 'summary')
     else:
         out = args.output or DEFAULT_MERGED_DIR
-    paths = formats.write(report, out, 'longctx_report', plots=False)
+    texts = formats.render(report)
+    paths = formats.save(texts, out, 'longctx_report')
     # the plots are drawn in a worker process while this one computes the comparisons (the other core)
     plotted = None if args.no_plots else start_plots(report, os.path.join(out, 'longctx_report_plots'))
-    print(formats.to_markdown(report))
+    print(texts['md'])
     comparer = Comparer(report, merged.results, merged.marks)
     pairs = [tuple(args.compare)] if args.compare else list(itertools.combinations(models, 2))
     board = comparer.leaderboard(args.rank_by)
     # every pair on every row up to FULL_TABLE_UP_TO models; above, the comparisons the ranks rest on
     table = comparer.table(pairs) if args.compare or len(models) <= FULL_TABLE_UP_TO else comparer.ranked_table()
     if pairs:
-        paths['compare'] = comparison.write_comparison(table, board, args.rank_by, out)
-        print(comparison.to_markdown(table, board, args.rank_by))
+        compared = comparison.render(table, board, args.rank_by)
+        paths['compare'] = formats.save(compared, out, 'longctx_compare')
+        print(compared['md'])
     if plotted is not None:
         paths['plots'] = plotted()
     if not args.no_html:

@@ -281,8 +281,9 @@ def locate(o) -> SplitInput:
     published = tier.name in PUBLISHED_TIERS
     if published:
         check_available(task, tier, source)
+    candidates = file_candidates(task, tier, source)
     try:
-        path = find_file(source, file_candidates(task, tier, source), path=o.path,
+        path = find_file(source, candidates, path=o.path,
                          download=o.download if published else False, revision=o.revision,
                          what=f'{task} at {tier.name}')
     except DataNotFoundError:

@@ -26,8 +26,8 @@ def load_babilong(tier, **options):
 def load_split(o: BabilongOptions):
     """The split of checked options, through the cache: its input located (:func:`.data.locate`), its rows read
     from that file or made by the generator."""
-    tokenizer = get_tokenizer(o.count_tokenizer)
     inp = bdata.locate(o)
+    tokenizer = get_tokenizer(o.count_tokenizer)
     params = dict(tier=o.tier.name, task=o.task, num_samples=o.num_samples, prompt_variant=o.prompt_variant,
                   prompt_sha256=hashlib.sha256(json.dumps(o.parts, sort_keys=True).encode()).hexdigest())
     if inp.generated:
@@ -42,23 +42,13 @@ def load_split(o: BabilongOptions):
         params.update(sample_source=o.sample_source, indices=inp.indices, source=inp.hub_repo,
                       file=os.path.basename(inp.path))
         files = [inp.path]
-        rows = lambda: build_rows(_progress(bdata.file_records(inp.path, inp.indices, o.num_samples),  # noqa: E731
-                                            o.num_samples if inp.indices is None else len(set(inp.indices)),
-                                            f'BABILong {o.task} {o.tier.name}'),
+        rows = lambda: build_rows(parallel.with_progress(bdata.file_records(inp.path, inp.indices, o.num_samples),  # noqa: E731
+                                                      o.num_samples if inp.indices is None else len(set(inp.indices)),
+                                                      f'BABILong {o.task} {o.tier.name}'),
                                   o.task, o.tier, o.parts, tokenizer, inp.label, o.prompt_variant)
     cache = DatasetCache()
     return cache.get_or_build('babilong', make_key('babilong', params, tokenizer.fingerprint, files, cache.root),
                               rows, params=params)
-
-
-def _progress(it, total, desc: str):
-    bar = parallel.progress(total, desc)
-    try:
-        for x in it:
-            yield x
-            bar.update(1)
-    finally:
-        bar.close()
 
 
 class BabilongDataset(LongCtxDataset):

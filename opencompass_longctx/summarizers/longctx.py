@@ -37,7 +37,8 @@ from opencompass_longctx.spec import OwnReport, spec_of
 from opencompass_longctx.stats.effective import NOLIMA_RATIO, RULER_THRESHOLD
 from opencompass_longctx.summarizers.groups import summary_groups as spec_groups
 from opencompass_longctx.weights import record_run_models
-from opencompass_longctx.writers.formats import to_markdown, write
+from opencompass_longctx.writers.formats import render, save
+from opencompass_longctx.writers.plots import plot_report
 class RobustSummarizer(DefaultSummarizer):
     """``DefaultSummarizer`` whose result reading survives bad files: OpenCompass's own ``_pick_up_results`` reads
     the files it can parse, model by model; a file it cannot (truncated, ``[]``, not a JSON object: read once
@@ -157,8 +158,11 @@ class LongCtxSummarizer(RobustSummarizer):
         report = build(self.work_dir, models, abbrs, self.ruler_threshold, self.nolima_ratio,
                        self.model_aliases, expected=expected, results=self.results,
                        model_cfgs={model_abbr_from_cfg(m): m for m in self.cfg['models']}, unplaced=lost)
-        paths = write(report, out_dir, f'longctx_{time_str}', self.plots)
-        print('\nLong-context tier table\n\n' + to_markdown(report))
+        texts = render(report)
+        paths = save(texts, out_dir, f'longctx_{time_str}')
+        if self.plots:
+            paths['plots'] = plot_report(report, os.path.join(out_dir, f'longctx_{time_str}_plots'))
+        print('\nLong-context tier table\n\n' + texts['md'])
         self.logger.info(f'long-context tier table: {paths}')
         stops = []
         if report.failures:

@@ -4,7 +4,6 @@ the words that say how they were made (:data:`METHODS`, :data:`RANK_RULE`; the p
 import csv
 import io
 import json
-import os
 from dataclasses import fields
 from typing import Dict, Optional, Sequence
 
@@ -108,12 +107,6 @@ def to_json(table: Sequence[Paired], board: Sequence[dict], rank_by: str = 'scor
     return json.dumps({'method': method, 'paired': rows, 'leaderboard': list(board)}, indent=1, sort_keys=True)
 
 
-def write_comparison(table: Sequence[Paired], board: Sequence[dict], rank_by: str, out_dir: str) -> Dict[str, str]:
-    """``longctx_compare.{md,csv,json}`` in ``out_dir``; their paths."""
-    paths = {}
-    for ext, text in (('md', to_markdown(table, board, rank_by)), ('csv', to_csv(table)),
-                      ('json', to_json(table, board, rank_by))):
-        paths[ext] = os.path.join(out_dir, f'longctx_compare.{ext}')
-        with open(paths[ext], 'w', encoding='utf-8') as f:
-            f.write(text)
-    return paths
+def render(table: Sequence[Paired], board: Sequence[dict], rank_by: str) -> Dict[str, str]:
+    """The comparison as Markdown, CSV and JSON text: {'md', 'csv', 'json'} (written as ``longctx_compare.*``)."""
+    return {'md': to_markdown(table, board, rank_by), 'csv': to_csv(table), 'json': to_json(table, board, rank_by)}

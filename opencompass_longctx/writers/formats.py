@@ -174,13 +174,25 @@ def to_json(report: TierReport) -> str:
     return json.dumps(report.to_dict(), indent=1, sort_keys=True)
 
 
-def write(report: TierReport, out_dir: str, stem: str, plots: bool = True) -> Dict[str, str]:
+def render(report: TierReport) -> Dict[str, str]:
+    """The tier table as Markdown, CSV and JSON text: {'md', 'csv', 'json'}."""
+    return {'md': to_markdown(report), 'csv': to_csv(report), 'json': to_json(report)}
+
+
+def save(texts: Dict[str, str], out_dir: str, stem: str) -> Dict[str, str]:
+    """``texts`` ({extension: text}) written as ``<out_dir>/<stem>.<extension>``; their paths by extension."""
     os.makedirs(out_dir, exist_ok=True)
     paths = {}
-    for ext, text in (('md', to_markdown(report)), ('csv', to_csv(report)), ('json', to_json(report))):
+    for ext, text in texts.items():
         paths[ext] = os.path.join(out_dir, f'{stem}.{ext}')
         with open(paths[ext], 'w', encoding='utf-8') as f:
             f.write(text)
+    return paths
+
+
+def write(report: TierReport, out_dir: str, stem: str, plots: bool = True) -> Dict[str, str]:
+    """The tier table's files (:func:`render`, :func:`save`) and, with ``plots``, its plots; their paths."""
+    paths = save(render(report), out_dir, stem)
     if plots:
         from opencompass_longctx.writers.plots import plot_report
         paths['plots'] = plot_report(report, os.path.join(out_dir, f'{stem}_plots'))

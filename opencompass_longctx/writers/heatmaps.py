@@ -18,7 +18,7 @@ import html
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from opencompass_longctx.leaderboard.benchmarks import bench_by_name
+from opencompass_longctx.leaderboard.benchmarks import BENCHMARKS, bench_by_name
 from opencompass_longctx.leaderboard.tier_report import Cell, RowResult, TierReport
 
 # viridis at 0, 0.1, ..., 1 (matplotlib's table): interpolated linearly in between
@@ -183,16 +183,35 @@ def task_grid(report: TierReport, bench: str, model: str) -> Optional[Grid]:
     return Grid('task', bench, model, tiers, lines)
 
 
+def depth_label(b: int, bins: int) -> str:
+    """Depth bin ``b`` of ``bins``: '20-30%'."""
+    return f'{100 * b // bins}-{100 * (b + 1) // bins}%'
+
+
+def depth_counts(report: TierReport) -> List[dict]:
+    """One entry per (benchmark, model) with per-sample depths, the benchmarks in the specs' order: {bench, model,
+    tiers, grid, counts} where grid[bin][j] is the accuracy (%) of the samples in that depth bin at tiers[j], or None
+    (no sample there), and counts[bin][j] its (correct, samples). Read by the page's heatmaps and the PNG plots."""
+    out = []
+    for bench in (report.benchmarks[b.name] for b in BENCHMARKS if b.name in report.benchmarks):
+        tiers = bench.tiers
+        for model, by_tier in bench.depth.items():
+            bins = len(next(iter(by_tier.values())))
+            counts = [[tuple(by_tier[t][b]) if t in by_tier else (0, 0) for t in tiers] for b in range(bins)]
+            grid = [[100.0 * c / n if n else None for c, n in row] for row in counts]
+            out.append(dict(bench=bench.name, model=model, tiers=tiers, grid=grid, counts=counts))
+    return out
+
+
 def depth_grids(report: TierReport) -> Dict[Tuple[str, str], Grid]:
     """{(benchmark, model): its needle depth x tier grid} where the benchmark records each sample's depth
-    (:func:`.plots.heatmaps`: the share of correct samples per depth bin; blank where no sample fell)."""
-    from opencompass_longctx.writers.plots import heatmaps
+    (:func:`depth_counts`: the share of correct samples per depth bin; blank where no sample fell)."""
     out = {}
-    for h in heatmaps(report):
+    for h in depth_counts(report):
         bins = len(h['grid'])
         lines = []
         for b, (row, counts) in enumerate(zip(h['grid'], h['counts'])):
-            label = f'{100 * b // bins}-{100 * (b + 1) // bins}%'
+            label = depth_label(b, bins)
             cells = {t: HeatCell('missing', title=f'depth {label} at {t}: no sample') if v is None else
                      HeatCell('ok', v, f'depth {label} at {t}: {v:.1f} ({k[0]}/{k[1]} correct)')
                      for t, v, k in zip(h['tiers'], row, counts)}

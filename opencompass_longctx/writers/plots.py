@@ -22,8 +22,8 @@ import os
 import re
 from typing import Callable, Dict, List
 
-from opencompass_longctx.leaderboard.benchmarks import BENCHMARKS
 from opencompass_longctx.leaderboard.tier_report import TierReport
+from opencompass_longctx.writers.heatmaps import depth_counts, depth_label
 
 BLANK = 'blank: no sample at this depth and tier'
 MARKERS = ('o', 's', '^', 'D', 'v', 'P', 'X', '*', '<', '>')
@@ -105,20 +105,9 @@ def score_plots(report: TierReport) -> List[dict]:
 
 
 def heatmaps(report: TierReport) -> List[dict]:
-    """One entry per (benchmark, model) with per-sample depths, the benchmarks in the specs' order: {file, title,
-    bench, model, tiers, grid, counts} where grid[bin][j] is the accuracy (%) of the samples in that depth bin at
-    tiers[j], or None (no sample there), and counts[bin][j] its (correct, samples)."""
-    out = []
-    for bench in (report.benchmarks[b.name] for b in BENCHMARKS if b.name in report.benchmarks):
-        tiers = bench.tiers
-        for model, by_tier in bench.depth.items():
-            bins = len(next(iter(by_tier.values())))
-            counts = [[tuple(by_tier[t][b]) if t in by_tier else (0, 0) for t in tiers] for b in range(bins)]
-            grid = [[100.0 * c / n if n else None for c, n in row] for row in counts]
-            out.append(dict(file=depth_plot_file(bench.name, model), bench=bench.name, model=model,
-                            title=f'{bench.name}: accuracy by depth and tier ({model})', tiers=tiers, grid=grid,
-                            counts=counts))
-    return out
+    """The needle-depth grids (:func:`.heatmaps.depth_counts`), each with its file name and title."""
+    return [dict(h, file=depth_plot_file(h['bench'], h['model']),
+                 title=f"{h['bench']}: accuracy by depth and tier ({h['model']})") for h in depth_counts(report)]
 
 
 def plot_report(report: TierReport, out_dir: str) -> List[str]:
@@ -258,7 +247,7 @@ def _heatmap(plt, h: dict, out_dir: str) -> str:
     ax.set_xticks(range(len(tiers)))
     ax.set_xticklabels(tiers)
     ax.set_yticks(range(bins))
-    ax.set_yticklabels([f'{100 * b // bins}-{100 * (b + 1) // bins}%' for b in range(bins)])
+    ax.set_yticklabels([depth_label(b, bins) for b in range(bins)])
     ax.set_xlabel('context tier')
     ax.set_ylabel('needle depth')
     ax.set_title(_plain(h['title']))
