@@ -42,10 +42,11 @@ def load_split(o: BabilongOptions):
         params.update(sample_source=o.sample_source, indices=inp.indices, source=inp.hub_repo,
                       file=os.path.basename(inp.path))
         files = [inp.path]
-        rows = lambda: build_rows(parallel.with_progress(bdata.file_records(inp.path, inp.indices, o.num_samples),  # noqa: E731
-                                                      o.num_samples if inp.indices is None else len(set(inp.indices)),
-                                                      f'BABILong {o.task} {o.tier.name}'),
-                                  o.task, o.tier, o.parts, tokenizer, inp.label, o.prompt_variant)
+        total = o.num_samples if inp.indices is None else len(set(inp.indices))
+        records = lambda: parallel.with_progress(bdata.file_records(inp.path, inp.indices, o.num_samples),  # noqa: E731
+                                                 total, f'BABILong {o.task} {o.tier.name}')
+        rows = lambda: build_rows(records(), o.task, o.tier, o.parts, tokenizer, inp.label,  # noqa: E731
+                                  o.prompt_variant)
     cache = DatasetCache()
     return cache.get_or_build('babilong', make_key('babilong', params, tokenizer.fingerprint, files, cache.root),
                               rows, params=params)
