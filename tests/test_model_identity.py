@@ -72,6 +72,21 @@ def test_two_checkpoints_named_final_are_two_models(tmp_path):
     assert labels([a, b]) == ['exp1', 'exp2'] and labels([b, a]) == ['exp2', 'exp1']
 
 
+def test_long_values_that_differ_near_their_ends_never_read_the_same():
+    """A reason or a name cut to its first characters could show two models as the same text: the differing part
+    stays in sight, and a path is shown whole."""
+    deep = '/mnt/shared/checkpoints/experiments/2026/a-long-model-name-with-rope-scaling-and-yarn/{}/final'
+    a, b = (model_identity(dict(type=TYPE, path=deep.format(e))) for e in ('exp1', 'exp2'))
+    assert compare(a, b)[0] == [f'path: "{deep.format("exp1")}" / "{deep.format("exp2")}"']
+    template = [dict(role='HUMAN', begin='<|im_start|>user\n' * 4, end=end) for end in ('<|im_end|>', '</s>')]
+    a, b = (model_identity(dict(type=TYPE, path='/m', meta_template=dict(round=[t]))) for t in template)
+    (diff,), _ = compare(a, b)
+    left, right = diff.split(': ', 1)[1].split(' / ')
+    assert left != right and '<|im_end|>' in left and '</s>' in right and len(left) <= 80
+    names = labels([a, b])
+    assert len(set(names)) == 2 and '<|im_end|>' in names[0] and '</s>' in names[1]
+
+
 def test_the_same_weights_under_another_root_are_one_model_where_both_runs_recorded_them(tmp_path):
     exp1 = _checkpoint(tmp_path / 'ckpt' / 'exp1' / 'final')
     other = str(shutil.copytree(exp1, tmp_path / 'cluster2' / 'exp1' / 'final'))

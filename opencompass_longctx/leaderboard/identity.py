@@ -133,9 +133,17 @@ def _get(d: Dict, dotted: str):
     return d
 
 
-def _short(v, limit: int = 80) -> str:
-    text = json.dumps(v, sort_keys=True, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[:limit - 3] + '...'
+def _shown(values: Sequence, limit: int = 80) -> List[str]:
+    """Values as JSON texts of at most ``limit`` characters that keep where they first differ in sight: a prefix
+    they all share is cut to its last few characters (``...``) before the tail is cut, so two long values that
+    differ only near their ends never read the same."""
+    texts = [json.dumps(v, sort_keys=True, ensure_ascii=False, default=str) for v in values]
+    if all(len(t) <= limit for t in texts):
+        return texts
+    shared = len(os.path.commonprefix(texts)) if len(set(texts)) > 1 else 0
+    start = max(0, shared - 16)
+    cut = [('...' if start else '') + t[start:] for t in texts]
+    return [t if len(t) <= limit else t[:limit - 3] + '...' for t in cut]
 
 
 def compare(a: Dict, b: Dict) -> Tuple[List[str], List[str]]:
@@ -148,10 +156,12 @@ def compare(a: Dict, b: Dict) -> Tuple[List[str], List[str]]:
     for key in PLACES:
         if (key in wa or key in wb) and not same_place(wa.get(key), wb.get(key)):
             pa, pb = wa.get(key) or {}, wb.get(key) or {}
-            places.append(f'{key}: {_short(pa.get("path"))} / {_short(pb.get("path"))}' + (
+            # a place is shown whole: its full path is what tells the two apart and where to look
+            whole = [json.dumps(p.get('path'), ensure_ascii=False) for p in (pa, pb)]
+            places.append(f'{key}: {whole[0]} / {whole[1]}' + (
                 f' (weights {pa["weights"][:12]} / {pb["weights"][:12]})' if pa.get('weights') and pb.get('weights')
                 else ''))
-    texts = places + [f'{k}: {_short(_get(a, k))} / {_short(_get(b, k))}' for k in keys if k not in PLACES]
+    texts = places + ['{}: {} / {}'.format(k, *_shown([_get(a, k), _get(b, k)])) for k in keys if k not in PLACES]
     return texts, sorted((set(a) ^ set(b)) - set(PLACES))
 
 
@@ -175,9 +185,8 @@ def labels(identities: Sequence[Dict]) -> List[str]:
     keys = sorted({k for i in identities for k in i if k not in (WHERE,) + PLACES},
                   key=lambda k: (k != 'type', k))
     for key in keys:
-        values = [_short(i.get(key, '<absent>'), 40) for i in identities]
-        if key == 'type':
-            values = [v.strip('"').rpartition('.')[2] for v in values]
+        values = [json.dumps(i.get(key, '<absent>'), default=str).strip('"').rpartition('.')[2]
+                  for i in identities] if key == 'type' else _shown([i.get(key, '<absent>') for i in identities], 40)
         if len(set(values)) == len(values):
             return values if key == 'type' else [f'{key}={v}' for v in values]
     weights = [(((i.get(WHERE) or {}).get('path') or {}).get('weights') or '')[:12] for i in identities]
