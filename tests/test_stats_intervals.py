@@ -1,6 +1,6 @@
 """The tier table's intervals (opencompass_longctx.stats.intervals), by simulation and on result files.
 
-Coverage is simulated with a known truth (specs/statistics.md): per-cluster ability logit-normal, outcomes Bernoulli,
+Coverage is simulated with a known truth (docs/leaderboard.md): per-cluster ability logit-normal, outcomes Bernoulli,
 2,000 replications (the coverage estimate's standard error at 95% is 0.49 points). Two grids, as issue 40 measured
 them: balanced clusters, and one cluster holding 60% of 500 samples; 10-20 clusters, cluster sd 0-1 on the logit
 scale, centre 0 and 2 (50% and about 85%). The bounded CR2 interval keeps 93-97% on both; CR1 (the table before)

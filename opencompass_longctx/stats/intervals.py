@@ -5,7 +5,7 @@ A table cell is a weighted mean of datasets ("units"), each the mean of its samp
 * **Independent samples** (:func:`binomial_interval`): the Wilson score interval at the mean's effective sample
   size n_eff = p(1 - p) / Var, Var = sum_u w_u^2 p_u (1 - p_u) / n_u (one dataset: n_eff = n, the plain Wilson
   interval). Where every dataset is at 0% or 100% (no variance to read) n_eff = 1 / sum_u w_u^2 / n_u.
-* **Clustered samples** (:func:`clustered_interval`, samples that share text: specs/statistics.md): the
+* **Clustered samples** (:func:`clustered_interval`, samples that share text: docs/leaderboard.md): the
   bias-reduced cluster-robust variance ("CR2", Bell and McCaffrey 2002) of the stratified mean, and a Wilson interval
   at n_eff = p(1 - p) / Var_CR2 whose critical value is the 97.5% point of the studentised mean under a working
   model in which clusters carry a random effect of intraclass correlation rho (Imbens and Kolesar 2016's idea, with
@@ -30,7 +30,7 @@ import numpy as np
 
 LEVEL = 0.95
 Z95 = 1.959963984540054
-MIN_CLUSTERS = 10            # fewer: no interval (specs/statistics.md)
+MIN_CLUSTERS = 10            # fewer: no interval (docs/leaderboard.md)
 RHO_MARGIN = 0.1             # standard errors of the between-cluster variance added to its estimate
 DRAWS = 8000                 # draws of the working model for one critical value
 RHO_STEPS = 50               # the working correlation on a grid of sqrt(rho) in steps of 1/50 (memoised)

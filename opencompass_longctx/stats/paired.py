@@ -17,7 +17,7 @@ its samples, and the difference is theta = sum_c T_c.
     many bounded independent terms): p = 2 Phi(-|theta| / sqrt(sum_c T_c^2)), and its inversion in closed form
     (the roots of (theta - delta)^2 = z^2 sum_c (T_c - delta W_c)^2). Analytic, so p has no resolution floor: a
     Monte Carlo p from B draws cannot go below 1/(B + 1), which Holm's correction over a leaderboard's pairs
-    needs (specs/statistics.md).
+    needs (docs/leaderboard.md, "How two models are compared").
 * :func:`mcnemar`: where the samples are independent (no clusters declared), every value is 0/1 and every pair
   weighs the same: the exact McNemar test (the exact binomial test of the discordant pairs) and the
   Clopper-Pearson interval of b/m, times m/n.

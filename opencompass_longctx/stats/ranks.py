@@ -6,7 +6,7 @@ difference called significant is not real stays at most 5% for the whole ranking
 [1 + the number of models significantly better, K - the number significantly worse]: Chatbot Arena's "rank (UB)" is
 its first end, and it is the confidence set for ranks that Mogstad, Romano, Shaikh and Wilhelm (Review of Economic
 Studies 2023) derive from simultaneous pairwise tests (their stepwise max-t procedure is sharper; Holm is the simple
-valid member of that family, specs/statistics.md). It works at any leaderboard size because every p value it
+valid member of that family, docs/leaderboard.md "Ranks"). It works at any leaderboard size because every p value it
 reads is exact or analytic (no Monte Carlo floor above Holm's smallest threshold 0.05 / pairs).
 
 **By effective length** (:func:`length_rank_intervals`): [1 + the models whose effective-length interval lies

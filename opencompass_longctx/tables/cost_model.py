@@ -33,7 +33,8 @@ COST_MODEL = dict(
     gpu='A100-80GB',
     # fraction of peak BF16 FLOPs reached in prefill. Assumption, not a measurement: 0.4 is typical of
     # flash-attention prefill at long context in serving engines; LMDeploy publishes request throughput
-    # (docs/en/benchmark/a100_fp16.md: llama2-7b, tp=1, batch 256: 6,981 tokens/s on ShareGPT), not prefill MFU.
+    # (InternLM/lmdeploy/docs/en/benchmark/a100_fp16.md: llama2-7b, tp=1, batch 256: 6,981 tokens/s on ShareGPT),
+    # not prefill MFU.
     prefill_mfu=0.4,
     # fraction of HBM bandwidth reached when decoding. Assumption (0.6 is typical of weight-streaming decode).
     decode_bw_efficiency=0.6,
