@@ -69,6 +69,35 @@ def test_the_interval_agrees_with_the_test():
                 assert (test.lo > 0 or test.hi < 0) == (test.p < 0.05) == test.significant, test
 
 
+def test_a_dominant_cluster_a_tie_and_a_few_differing_clusters_read_as_the_test_says():
+    """Shapes the random grid above does not draw: (1) one cluster holding 60% of the samples, beyond the exact
+    range: the normal inversion's accepted shifts are two rays; the interval is the one that holds the difference,
+    so it excludes 0 when p does (it was [-100, 100] beside p = 3.5e-7); (2) partial credit that sums to a tie on
+    every cluster up to rounding: p = 1, never significant; (3) 4 clusters that differ among 30 tied ones: the exact
+    p of 4 clusters (0.125), not the normal approximation of 30 (0.046)."""
+    sizes = np.r_[600, [16] * 25]
+    cluster = np.repeat(np.arange(26), sizes)
+    d = np.zeros(sizes.sum())
+    d[:6] = 1
+    for start in np.r_[0, np.cumsum(sizes)[:-1]][1:]:
+        d[start:start + 8] = 1
+    dominated = stats.sign_flip(d, np.full(d.size, 1 / d.size), cluster)
+    assert dominated.significant and dominated.method == 'sign-flip (normal)'
+    assert 0 < dominated.lo <= dominated.diff <= dominated.hi <= 100
+    tie = stats.sign_flip(np.tile([.1, .2, -.3], 30), np.full(90, 1 / 90), np.repeat(np.arange(30), 3))
+    assert tie.diff == 0 and tie.p == 1 and not tie.significant and 'agree' in tie.note
+    few = np.zeros(300)
+    few[[0, 10, 20, 30]] = 1
+    four = stats.sign_flip(few, np.full(300, 1 / 300), np.repeat(np.arange(30), 10))
+    assert four.p == pytest.approx(2 / 16) and not four.significant and four.method == 'sign-flip'
+    assert four.lo <= 0 <= four.hi
+    # the same through paired_test: independent samples of two datasets of unequal size (no McNemar)
+    b = np.ones(100)
+    b[:4] = 0
+    uneven = paired_test([(1, np.ones(100), b, np.full(100, -1)), (1, np.ones(97), np.ones(97), np.full(97, -1))])
+    assert uneven.p == pytest.approx(0.125) and not uneven.significant
+
+
 def test_exact_enumeration_counts_every_sign_vector():
     rng = np.random.default_rng(1)
     for g in (1, 5, 9, 12):

@@ -80,6 +80,21 @@ def test_the_interval_of_independent_babilong_like_rows_covers_95_percent():
     assert 0.93 <= hits / REPS <= 0.97, hits / REPS
 
 
+def test_a_small_dataset_at_100_percent_beside_a_large_one_keeps_its_uncertainty():
+    """A row of two datasets, 10 samples at 95% and 1,000 at 50%: a dataset at 100% (most draws of the small one)
+    added no variance before, and the interval covered 46%; each dataset's variance read at its Wilson centre
+    covers at least 95% (conservative where the sizes are this unequal), and equal sizes stay near 95%."""
+    rng = np.random.default_rng(5)
+    for truth, sizes, low, high in (([.95, .5], [10, 1000], .95, 1.0), ([.97, .5], [30, 300], .95, 1.0),
+                                    ([.9] * 4, [25] * 4, .92, .97), ([.99, .97, .6, .5, .8], [20] * 5, .93, .98)):
+        k = len(truth)
+        drawn = rng.binomial(sizes, truth, (REPS, k)) / np.array(sizes)
+        covered = np.mean([I.binomial_interval([(1 / k, q, n) for q, n in zip(row, sizes)])
+                           .contains(100 * np.mean(truth)) for row in drawn])
+        assert low <= covered <= high, (truth, sizes, covered)
+    assert I.binomial_interval([(1.0, 0.3, 50)]) == I.wilson(0.3, 50)      # one dataset: the plain Wilson interval
+
+
 def test_wilson_is_the_textbook_interval():
     b = I.wilson(0.5, 100)
     z = I.Z95

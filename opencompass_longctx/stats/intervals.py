@@ -3,8 +3,9 @@
 A table cell is a weighted mean of datasets ("units"), each the mean of its samples' values in [0, 1].
 
 * **Independent samples** (:func:`binomial_interval`): the Wilson score interval at the mean's effective sample
-  size n_eff = p(1 - p) / Var, Var = sum_u w_u^2 p_u (1 - p_u) / n_u (one dataset: n_eff = n, the plain Wilson
-  interval). Where every dataset is at 0% or 100% (no variance to read) n_eff = 1 / sum_u w_u^2 / n_u.
+  size n_eff = c(1 - c) / Var, Var = sum_u w_u^2 c_u (1 - c_u) / n_u, each dataset's share read at its Wilson
+  centre c_u = (x_u + z^2/2) / (n_u + z^2) and c = sum_u w_u c_u (one dataset: n_eff = n, the plain Wilson
+  interval), so a dataset at 0% or 100% still counts its uncertainty.
 * **Clustered samples** (:func:`clustered_interval`, samples that share text: docs/leaderboard.md): the
   bias-reduced cluster-robust variance ("CR2", Bell and McCaffrey 2002) of the stratified mean, and a Wilson interval
   at n_eff = p(1 - p) / Var_CR2 whose critical value is the 97.5% point of the studentised mean under a working
@@ -60,14 +61,20 @@ def wilson(p: float, n: float, z: float = Z95) -> Bounds:
 
 def binomial_interval(parts: Sequence[Tuple[float, float, float]]) -> Optional[Bounds]:
     """The interval of sum_u w_u p_u over independent samples: ``parts`` = [(w_u, p_u in [0, 1], n_u)] (weights
-    summing to 1). None when a part has no samples."""
+    summing to 1): Wilson's at the effective sample size (one part: its n). None when a part has no samples."""
     if not parts or any(not n > 0 for _, _, n in parts):
         return None
     p = sum(w * q for w, q, _ in parts)
-    var = sum(w * w * q * (1 - q) / n for w, q, n in parts)
-    design = 1.0 / sum(w * w / n for w, _, n in parts)
-    n_eff = p * (1 - p) / var if var > 0 and 0 < p < 1 else design
-    return wilson(p, n_eff)
+    if len(parts) == 1:
+        return wilson(p, parts[0][2])
+    # each part's variance read at its Wilson centre (x + z^2/2) / (n + z^2): a part at 0% or 100% still carries
+    # the uncertainty of its n samples (read at its own p it would add none, and a small part at 100% beside a
+    # large one at 50% would give an interval as tight as if every part were large)
+    z2 = Z95 * Z95
+    centre = [(w, (q * n + z2 / 2) / (n + z2), n) for w, q, n in parts]
+    var = sum(w * w * c * (1 - c) / n for w, c, n in centre)
+    mid = sum(w * c for w, c, _ in centre)
+    return wilson(p, mid * (1 - mid) / var)
 
 
 @dataclass(frozen=True)

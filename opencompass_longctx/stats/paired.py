@@ -9,14 +9,16 @@ its samples, and the difference is theta = sum_c T_c.
 * :func:`sign_flip`: if the two models are equally good on every cluster, swapping A and B within a cluster (all its
   samples at once) does not change the distribution of the data, so sum_c e_c T_c with random signs e_c = +-1 is
   the statistic's null distribution; p is the share of sign vectors whose |sum| reaches the observed one.
-  - G <= ``EXACT_UP_TO`` clusters: every one of the 2^G sign vectors, counted exactly (two halves of the clusters
-    enumerated and matched by sorting, so 2^20 vectors cost two lists of 1,024). Exact at any G: a uniform win over
-    G clusters gets p = 2/2^G (0.031 at G = 6, 0.0078 at G = 8). The 95% interval is the test inverted (the
-    shifts delta it does not reject when every difference is taken as d_i - delta), found by bisection.
-  - G > ``EXACT_UP_TO``: the normal approximation of the same distribution (mean 0, variance sum_c T_c^2, a sum of
-    many bounded independent terms): p = 2 Phi(-|theta| / sqrt(sum_c T_c^2)), and its inversion in closed form
-    (the roots of (theta - delta)^2 = z^2 sum_c (T_c - delta W_c)^2). Analytic, so p has no resolution floor: a
-    Monte Carlo p from B draws cannot go below 1/(B + 1), which Holm's correction over a leaderboard's pairs
+  - G <= ``EXACT_UP_TO`` clusters where the models differ (a tied cluster adds nothing to any signed sum): every
+    one of the 2^G sign vectors, counted exactly (two halves of the clusters enumerated and matched by sorting, so
+    2^20 vectors cost two lists of 1,024). Exact at any G: a uniform win over G clusters gets p = 2/2^G (0.031 at
+    G = 6, 0.0078 at G = 8). The 95% interval is the test inverted (the shifts delta it does not reject when every
+    difference is taken as d_i - delta), found by bisection where there are at most ``EXACT_UP_TO`` clusters in
+    all; with more, the normal inversion below, widened to hold 0 where the exact p does not reject it.
+  - more clusters that differ: the normal approximation of the same distribution (mean 0, variance sum_c T_c^2, a
+    sum of many bounded independent terms): p = 2 Phi(-|theta| / sqrt(sum_c T_c^2)), and its inversion in closed
+    form (the roots of (theta - delta)^2 = z^2 sum_c (T_c - delta W_c)^2). Analytic, so p has no resolution floor:
+    a Monte Carlo p from B draws cannot go below 1/(B + 1), which Holm's correction over a leaderboard's pairs
     needs (docs/leaderboard.md, "How two models are compared").
 * :func:`mcnemar`: where the samples are independent (no clusters declared), every value is 0/1 and every pair
   weighs the same: the exact McNemar test (the exact binomial test of the discordant pairs) and the
@@ -34,7 +36,8 @@ import numpy as np
 LEVEL = 0.95
 ALPHA = 1 - LEVEL
 Z95 = 1.959963984540054
-EXACT_UP_TO = 20        # clusters: every one of the 2^G sign vectors is counted
+EXACT_UP_TO = 20        # clusters that differ: every one of the 2^G sign vectors is counted
+TIE = 1e-12             # a cluster sum this small (the weights sum to 1) is rounding, not a difference
 MIN_TESTABLE = 6        # fewer clusters: no sign flip can reach p < 0.05 (2/2^5 = 0.0625)
 NOT_TESTABLE = 'not testable'
 
@@ -108,14 +111,23 @@ def exact_flip_p(t: np.ndarray) -> float:
 def normal_flip_p(t: np.ndarray) -> float:
     from scipy.stats import norm
     t = np.asarray(t, dtype=float)
-    scale = math.sqrt(float(t @ t))
-    return 1.0 if scale == 0 else min(1.0, 2.0 * float(norm.sf(abs(float(t.sum())) / scale)))
+    scale, observed = math.sqrt(float(t @ t)), abs(float(t.sum()))
+    if scale == 0 or observed <= TIE * max(1.0, float(np.abs(t).sum())):
+        return 1.0
+    return min(1.0, 2.0 * float(norm.sf(observed / scale)))
+
+
+def differing(t) -> np.ndarray:
+    """The cluster sums where the two models differ (a tied cluster adds nothing to any signed sum)."""
+    t = np.asarray(t, dtype=float)
+    return t[np.abs(t) > TIE]
 
 
 def flip_p(t) -> float:
-    """The sign-flip p value of cluster sums ``t`` (exact up to ``EXACT_UP_TO`` clusters, else normal)."""
-    t = np.asarray(t, dtype=float)
-    return exact_flip_p(t) if len(t) <= EXACT_UP_TO else normal_flip_p(t)
+    """The sign-flip p value of cluster sums ``t``: exact where at most ``EXACT_UP_TO`` clusters differ (4 clusters
+    that differ among 30 tied ones get the exact p of 4 clusters, not a normal approximation of 30), else normal."""
+    d = differing(t)
+    return exact_flip_p(d) if len(d) <= EXACT_UP_TO else normal_flip_p(d)
 
 
 def _exact_bound(t, wc, theta: float, end: float) -> float:
@@ -131,23 +143,30 @@ def _exact_bound(t, wc, theta: float, end: float) -> float:
 
 
 def _normal_bounds(t, wc, theta: float) -> Tuple[float, float]:
-    """The shifts delta with (theta - delta)^2 <= z^2 sum_c (T_c - delta W_c)^2, within [-1, 1]."""
+    """The stretch of [-1, 1] around theta of the shifts delta that the normal test does not reject:
+    f(delta) = (theta - delta)^2 - z^2 sum_c (T_c - delta W_c)^2 <= 0 (f(theta) <= 0 always). Where one cluster
+    carries most of the weight (a = 1 - z^2 sum_c W_c^2 <= 0) the accepted shifts are two rays, not an interval:
+    the one that holds theta is given (never the whole of [-1, 1] beside a p that rejects 0)."""
     z2 = Z95 ** 2
     a = 1.0 - z2 * float(wc @ wc)
     b = -2.0 * (theta - z2 * float(t @ wc))
     c = theta ** 2 - z2 * float(t @ t)
     disc = b * b - 4 * a * c
-    if a <= 0 or disc < 0:
-        return -1.0, 1.0
-    r = math.sqrt(disc)
-    lo, hi = sorted(((-b - r) / (2 * a), (-b + r) / (2 * a)))
-    return max(-1.0, lo), min(1.0, hi)
+    if abs(a) < 1e-12:                           # f linear: one ray
+        lo, hi = (-1.0, 1.0) if b == 0 else ((-1.0, -c / b) if b > 0 else (-c / b, 1.0))
+    elif disc <= 0:                              # f of one sign: all shifts (a < 0), or theta alone (rounding)
+        lo, hi = (-1.0, 1.0) if a < 0 else (theta, theta)
+    else:
+        r1, r2 = sorted(((-b - math.sqrt(disc)) / (2 * a), (-b + math.sqrt(disc)) / (2 * a)))
+        lo, hi = (r1, r2) if a > 0 else ((-1.0, r1) if theta <= (r1 + r2) / 2 else (r2, 1.0))
+    return max(-1.0, min(lo, theta)), min(1.0, max(hi, theta))
 
 
 def sign_flip(d: np.ndarray, w: np.ndarray, cluster: np.ndarray) -> Test:
     """The clustered paired test (module docstring): ``d`` per-sample differences (values 0..1, so d in [-1, 1]),
     ``w`` their weights (summing to 1), ``cluster`` their cluster codes (integers)."""
     t, wc = cluster_sums(d, w, cluster)
+    t = np.where(np.abs(t) > TIE, t, 0.0)       # rounding in a tied cluster is no difference
     theta = float(t.sum())
     g = len(t)
     if g < MIN_TESTABLE:
@@ -159,8 +178,10 @@ def sign_flip(d: np.ndarray, w: np.ndarray, cluster: np.ndarray) -> Test:
         lo, hi = _exact_bound(t, wc, theta, -1.0), _exact_bound(t, wc, theta, 1.0)
         method = 'sign-flip'
     else:
-        p = normal_flip_p(t)
+        p = flip_p(t)        # exact where at most EXACT_UP_TO clusters differ
         lo, hi = _normal_bounds(t, wc, theta)
-        method = 'sign-flip (normal)'
+        method = 'sign-flip' if len(differing(t)) <= EXACT_UP_TO else 'sign-flip (normal)'
+        if p >= ALPHA:       # the interval agrees with the test: it holds 0 where the test does not reject 0
+            lo, hi = min(lo, 0.0), max(hi, 0.0)
     note = 'the two models agree on every cluster' if not np.any(t) else ''
     return Test(100.0 * theta, 100.0 * min(lo, theta), 100.0 * max(hi, theta), p, method, g, True, note)

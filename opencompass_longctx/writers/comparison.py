@@ -38,7 +38,8 @@ def method_text(p: Paired) -> str:
 
 METHODS = ('Methods (95% level): sign-flip = a sign-flip permutation test over clusters (samples that share text, '
            "as the benchmark declares them: NoLiMa's needle entry; else every sample its own), every one of the 2^G "
-           f'sign vectors counted for G <= {stats.EXACT_UP_TO} clusters (a uniform win over G clusters: p = 2/2^G), '
+           f'sign vectors counted where the models differ on G <= {stats.EXACT_UP_TO} clusters (a uniform win over G '
+           'clusters: p = 2/2^G), '
            'its interval the same test inverted; sign-flip (normal) = its normal approximation, for more clusters; '
            'mcnemar = the exact McNemar test and Clopper-Pearson interval, for independent 0/1 samples of equal '
            f'weight; not testable = fewer than {stats.MIN_TESTABLE} clusters, where no sign flip can reach p < 0.05. '
