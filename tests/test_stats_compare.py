@@ -13,7 +13,7 @@ import pytest
 
 from opencompass_longctx.demo.synthetic_run import write_run
 from opencompass_longctx.stats import paired as stats
-from opencompass_longctx.stats.ranks import holm, length_rank_intervals, rank_intervals
+from opencompass_longctx.stats.ranks import holm, in_order, length_rank_intervals, rank_intervals
 from opencompass_longctx.leaderboard.compare import Comparer, paired_test
 ENTRIES, PER_ENTRY = 58, 130          # a NoLiMa tier: 58 needle entries x (5 haystacks x 26 depths)
 REPS = 2000                           # at 5%: +-0.49 points sd
@@ -155,6 +155,27 @@ def test_rank_intervals_count_the_models_significantly_better_and_worse():
     assert length_rank_intervals(spans) == {'a': (1, 2), 'b': (1, 2), 'c': (3, 3), 'd': (4, 4)}
 
 
+def test_a_model_listed_higher_never_shows_a_worse_rank_than_one_below_it():
+    """C (79.25%) significantly better than A (76.25%: C's 12 discordant pairs all won); B (75.25%) 1 point below A,
+    told apart from neither: the pairwise rule gives A 2-3 above B at 1-3; widened to the listed order A shows 1-3."""
+    ps = {('C', 'A'): stats.mcnemar(12, 0, 400).p, ('C', 'B'): stats.mcnemar(58, 42, 400).p,
+          ('A', 'B'): stats.mcnemar(42, 38, 400).p}
+    better = {k: True for k, q in zip(ps, holm(list(ps.values()))) if q < 0.05}
+    pairwise = rank_intervals(['C', 'A', 'B'], better)
+    assert pairwise == {'C': (1, 2), 'A': (2, 3), 'B': (1, 3)}
+    assert in_order(['C', 'A', 'B'], pairwise) == {'C': (1, 2), 'A': (1, 3), 'B': (1, 3)}
+    # it only widens, and leaves ordered intervals as they are
+    ordered = {'a': (1, 1), 'b': (2, 4), 'c': (2, 4), 'd': (5, 5)}
+    assert in_order(list(ordered), ordered) == ordered
+
+
+def listed_in_order(board):
+    """No entry shows a better best rank or worst rank than an entry listed above it, overall and per tier."""
+    for up, down in zip(board, board[1:]):
+        assert up['rank'] <= down['rank'] and up['rank_hi'] <= down['rank_hi'], (up, down)
+    return True
+
+
 def test_the_rank_procedure_keeps_its_family_wise_error_under_the_null():
     """10 equal models at 70% on 400 independent samples each: the share of replications in which any pair is
     called different after Holm stays at most 5% (+ the noise of 400 replications)."""
@@ -194,7 +215,7 @@ def test_20_models_5_points_apart_get_at_least_10_distinct_ranks(tmp_path):
     board, _ = board_of(tmp_path, acc, {'babilong': ['0k']}, 200)
     ranks = [e['rank'] for e in board]
     assert len(set(ranks)) >= 10, ranks
-    assert [e['model'] for e in board][:3] == ['m00', 'm01', 'm02']
+    assert [e['model'] for e in board][:3] == ['m00', 'm01', 'm02'] and listed_in_order(board)
     print('distinct ranks of 20 models 5 points apart:', len(set(ranks)), [e['rank_text'] for e in board])
 
 
@@ -203,7 +224,7 @@ def test_50_models_best_and_worst_never_share_a_rank_and_no_significant_model_sh
     acc = {f'm{i:02d}': 0.98 - 0.02 * i for i in range(49)}
     board, _ = board_of(tmp_path, acc, {'babilong': ['0k']}, 40)
     best, worst = board[0], board[-1]
-    assert best['rank_hi'] < worst['rank']
+    assert best['rank_hi'] < worst['rank'] and listed_in_order(board)
     for e in board[1:]:
         if e['vs']['significant']:
             assert e['rank'] >= 2, e
@@ -251,4 +272,4 @@ def test_the_showcase_run_ranks_its_made_up_models_as_their_abilities_say(tmp_pa
         board = [e for e in comparer.leaderboard('score') if e['bench'] == bench]
         assert [e['model'] for e in board][0] == 'steady-70b' and board[0]['rank_hi'] == 1, board[:2]
         assert {e['model'] for e in board[-2:]} == {'tiny-1b', 'short-window-8b'}
-        assert all(e['rank'] >= 2 for e in board[1:])
+        assert all(e['rank'] >= 2 for e in board[1:]) and listed_in_order(board)

@@ -41,7 +41,7 @@ from opencompass_longctx.leaderboard.tier_report import Effective, TierReport
 from opencompass_longctx.leaderboard.units import detail_value, value_key
 from opencompass_longctx.overlength import ENGINE_ERROR, ENGINE_TOO_SMALL, OVER_LENGTH
 from opencompass_longctx.stats import paired as stats
-from opencompass_longctx.stats.ranks import holm, length_rank_intervals, rank_intervals, rank_text
+from opencompass_longctx.stats.ranks import holm, in_order, length_rank_intervals, rank_intervals, rank_text
 from opencompass_longctx.tiers import parse_tier
 LEVEL = stats.LEVEL
 STATUS = ('scored', 'over-length', 'engine too small', 'engine error')
@@ -394,7 +394,8 @@ class Comparer:
         for t in tiers:
             have = [r.model for r in rows if t in r.cells and r.cells[t].status == 'ok']
             if have:
-                tier_ranks[t] = self.family(have, bench, row, t)[0]
+                by_score = sorted(have, key=lambda m: -by_model[m].cells[t].score)
+                tier_ranks[t] = in_order(by_score, self.family(have, bench, row, t)[0])
         ranks, tests, adjusted = self.family(models, bench, row, 'mean')
         wins = {m: 0 for m in models}
         for (x, y), p in tests.items():
@@ -409,6 +410,7 @@ class Comparer:
             ranks = length_rank_intervals(spans)
             order = sorted(models, key=lambda m: (-_length((by_model[m].effective.get(rank_by) or Effective())
                                                            .contiguous, spec.tier_unit), -own[m]))
+        pairwise, ranks = ranks, in_order(order, ranks)
         most = max((len(self.shared_tiers(m, m, bench, row)) for m in models), default=0)
         leader = order[0] if order else None
         out = []
@@ -425,7 +427,8 @@ class Comparer:
                 tiers=mine, partial=len(mine) < most, mean=r.mean,
                 effective=eff.contiguous, effective_interval=eff.interval,
                 leader=leader if vs is not None else None, direction=vs and DIRECTION,
-                decision=_decision(m, lo, hi, len(models), tests, adjusted, rank_by, len(mine), most),
+                decision=_decision(m, (lo, hi), pairwise[m], len(models), tests, adjusted, rank_by, len(mine),
+                                   most),
                 vs=None if vs is None else dict(asdict(vs), significant=vs.significant and p_holm is not None
                                                 and p_holm < stats.ALPHA, p_holm=p_holm, direction=DIRECTION)))
         return out
@@ -438,10 +441,17 @@ def _reversed(p: Paired) -> Paired:
                   dict(p.excluded), p.unmatched, p.note, p.testable, p.clusters)
 
 
-def _decision(m: str, lo: int, hi: int, k: int, tests: dict, adjusted: dict, rank_by: str, tiers: int,
-              most: int) -> str:
-    """Why the model holds the ranks it holds, in one line."""
+def _decision(m: str, span: Tuple[int, int], pairwise: Tuple[int, int], k: int, tests: dict, adjusted: dict,
+              rank_by: str, tiers: int, most: int) -> str:
+    """Why the model holds the ranks it holds, in one line (``pairwise``: its ranks before they were widened to
+    the listed order)."""
+    lo, hi = span
     partial = f'; ranked on its {tiers} of {most} tiers' if tiers < most else ''
+    if span != pairwise:
+        partial += (f'; widened from {rank_text(pairwise)} to the listed order (a model listed below it can rank '
+                    f'{lo}, or one above it {hi})' if lo < pairwise[0] and hi > pairwise[1] else
+                    f'; widened from {rank_text(pairwise)}: a model listed below it can rank {lo}' if lo < pairwise[0]
+                    else f'; widened from {rank_text(pairwise)}: a model listed above it can rank {hi}')
     if rank_by != 'score':
         return (f'ranks {rank_text((lo, hi))} of {k}: by {rank_by} effective length (its 95% interval against the '
                 f'others\')' + partial)

@@ -50,7 +50,8 @@ RANK_RULE = ('Ranks ({rank_by}): by score, every pair of models is compared (pai
              'when both ends meet; models whose intervals share a rank are not told apart). Models are listed by '
              'pairwise wins on their shared tiers, then their mean. Per tier the same over the models with a score '
              'there. By ruler or nolima: by that effective length, the rank interval from the effective lengths\' '
-             '95% intervals (a model is above another only when its interval lies wholly above).')
+             '95% intervals (a model is above another only when its interval lies wholly above). Each interval is '
+             'then widened to the listed order, so a model listed higher never shows a worse rank than one below it.')
 
 
 def _board_line(e: dict) -> str:
