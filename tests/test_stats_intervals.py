@@ -159,6 +159,25 @@ def test_a_cell_on_few_clusters_prints_no_interval_and_says_why(tmp_path):
     assert cell.text(True) == f'{cell.score:.1f} [? 4 clusters]'
 
 
+def test_an_effective_length_on_few_clusters_prints_no_interval_and_says_why(tmp_path):
+    """Resampling 4 needle entries would print a tight effective-length interval that means nothing (1 cluster:
+    every resample the same, '2k' with no caveat): the row's effective lengths get none, as its cells, and say why;
+    ranked by effective length, such a row can take any rank."""
+    rng = np.random.default_rng(3)
+    abbrs = []
+    for tier, p in (('1k', 0.97), ('2k', 0.95), ('4k', 0.4)):
+        write_result(tmp_path, 'm', f'nolima_main_{tier}', nolima_details(rng, 4, 40, [p] * 4))
+        abbrs.append(f'nolima_main_{tier}')
+    report = rp.build(str(tmp_path), [rp.ModelInfo('m', 32768)], abbrs)
+    (row,) = [r for r in report.rows if r.row == 'main']
+    ruler = row.effective['ruler']
+    assert ruler.contiguous == '2k' and ruler.interval is None and ruler.few_clusters == 4
+    assert ruler.text() == '2k [? 4 clusters]' and ruler.to_dict('ruler')['few_clusters'] == 4
+    assert row.effective['nolima'].interval is None
+    from opencompass_longctx.leaderboard.compare import _span
+    assert _span(ruler, 1000) == (-math.inf, math.inf)
+
+
 def test_cells_at_0_and_100_percent_on_few_samples_print_bounds_inside_0_100(tmp_path):
     abbrs = []
     for k, tier in enumerate(('0k', '1k', '2k')):

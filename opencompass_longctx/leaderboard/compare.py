@@ -425,7 +425,7 @@ class Comparer:
                 bench=bench, row=row, rank=lo, rank_hi=hi, rank_text=rank_text((lo, hi)), model=m,
                 rank_by=rank_by, tier_ranks={t: list(tr[m]) for t, tr in tier_ranks.items() if m in tr},
                 tiers=mine, partial=len(mine) < most, mean=r.mean,
-                effective=eff.contiguous, effective_interval=eff.interval,
+                effective=eff.contiguous, effective_interval=eff.interval, effective_few=eff.few_clusters,
                 leader=leader if vs is not None else None, direction=vs and DIRECTION,
                 decision=_decision(m, (lo, hi), pairwise[m], len(models), tests, adjusted, rank_by, len(mine),
                                    most),
@@ -473,10 +473,13 @@ def _length(tier: Optional[str], unit: int) -> float:
 
 
 def _span(eff: Effective, unit: int) -> Optional[Tuple[float, float]]:
-    """(lo, hi) of an effective length's 95% interval in tokens; the point twice where there is no interval."""
+    """(lo, hi) of an effective length's 95% interval in tokens; the point twice where there is no interval; any
+    length where its row rests on too few clusters to tell."""
     point, interval = eff.contiguous, eff.interval
     if point is None:
         return None
+    if eff.few_clusters:
+        return -math.inf, math.inf
     if not interval or None in tuple(interval)[:2]:
         return _length(point, unit), _length(point, unit)
     return _length(interval[0], unit), _length(interval[1], unit)

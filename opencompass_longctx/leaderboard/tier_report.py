@@ -82,18 +82,23 @@ class Cell:
 class Effective:
     """One effective length of a row: the longest tier that it and every shorter tier pass (``contiguous``; '<X'
     when the first tier X fails; None: nothing to judge), the longest passing tier anywhere (``raw``), the threshold
-    (None: no base to take a share of), NoLiMa's base score, and the 95% interval [lo, hi] in tiers."""
+    (None: no base to take a share of), NoLiMa's base score, and the 95% interval [lo, hi] in tiers; none where a
+    clustered cell of the row rests on fewer than ``MIN_CLUSTERS`` clusters (``few_clusters``: the fewest): a
+    resample of so few clusters would print a tight interval that means nothing."""
     contiguous: Optional[str] = None
     raw: Optional[str] = None
     threshold: Optional[float] = None
     base: Optional[float] = None
     interval: Optional[List[str]] = None
+    few_clusters: int = 0
 
     def text(self) -> str:
         """'16k [8k-32k]': the effective length and its 95% interval in tiers (the interval left out where it is the
         point itself); '-': nothing to judge. The one form the table, the comparison and the page print."""
         if not self.contiguous:
             return '-'
+        if self.few_clusters:
+            return f'{self.contiguous} [? {self.few_clusters} cluster{"s" * (self.few_clusters != 1)}]'
         lo_hi = self.interval
         if not lo_hi or None in tuple(lo_hi)[:2] or list(lo_hi)[:2] == [self.contiguous, self.contiguous]:
             return self.contiguous
@@ -106,6 +111,8 @@ class Effective:
             out['base'] = self.base
         if self.threshold is not None:
             out['interval'] = self.interval
+        if self.few_clusters:
+            out['few_clusters'] = self.few_clusters
         return out
 
 

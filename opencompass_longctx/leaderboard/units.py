@@ -295,5 +295,8 @@ def row_effective(cells: Dict[str, Cell], tiers: Sequence[str], sampler: Resampl
             effective_interval(reps, tiers, nolima_ratio * (resampled if resampled is not None else base)),
             nolima['contiguous'], tiers)
     ruler_interval = holding_point(effective_interval(reps, tiers, ruler_threshold), ruler['contiguous'], tiers)
-    return {NOLIMA: Effective(**nolima, threshold=thr, base=base, interval=nolima_interval),
-            RULER: Effective(**ruler, threshold=ruler_threshold, interval=ruler_interval)}
+    few = min((c.clusters for c in cells.values() if c.few_clusters), default=0)
+    if few:      # too few clusters to resample: no interval (as the cells print none), and the reason
+        nolima_interval = ruler_interval = None
+    return {NOLIMA: Effective(**nolima, threshold=thr, base=base, interval=nolima_interval, few_clusters=few),
+            RULER: Effective(**ruler, threshold=ruler_threshold, interval=ruler_interval, few_clusters=few)}

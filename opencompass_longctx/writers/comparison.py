@@ -57,7 +57,7 @@ RANK_RULE = ('Ranks ({rank_by}): by score, every pair of models is compared (pai
 def _board_line(e: dict) -> str:
     vs = e['vs'] or {}
     p = Paired(**{k: v for k, v in vs.items() if k in Paired.__dataclass_fields__}) if vs else None
-    eff = Effective(e['effective'], interval=e.get('effective_interval')).text()
+    eff = Effective(e['effective'], interval=e.get('effective_interval'), few_clusters=e.get('effective_few', 0)).text()
     diff = ('' if p is None else f'{p.a} - {p.b} = {p.diff:+.1f}' + (' *' if vs.get('significant') else '')
             if p.diff is not None else p.note)
     per_tier = ', '.join(f'{t}: {rank_text(tuple(r))}' for t, r in e.get('tier_ranks', {}).items())

@@ -219,7 +219,8 @@ def _board(board, report: TierReport, rank_by: str) -> List[str]:
         vs = e.get('vs') or {}
         mine = by_row.get((e['model'], e['bench'], e['row']))
         own = mine.effective.get(rank_by) if mine else None
-        eff = Effective(e.get('effective'), interval=e.get('effective_interval') or (own.interval if own else None))
+        eff = Effective(e.get('effective'), interval=e.get('effective_interval') or (own.interval if own else None),
+                        few_clusters=e.get('effective_few', 0))
         p_holm = vs.get('p_holm')
         a, b = vs.get('a', e.get('leader')), vs.get('b', e['model'])
         diff = vs.get('diff')
@@ -327,7 +328,8 @@ def _board_row(e: dict, r: Optional[RowResult], tiers: Sequence[str], k: int) ->
     mean = e.get('mean')
     out.append(hm.heat_td(hm.HeatCell('ok', mean, f'mean over its tiers: {mean:.1f}'), 1) if mean is not None
                else '<td class="hnone">-</td>')
-    out.append(f'<td>{_e(Effective(e.get("effective"), interval=e.get("effective_interval")).text())}</td>')
+    eff = Effective(e.get('effective'), interval=e.get('effective_interval'), few_clusters=e.get('effective_few', 0))
+    out.append(f'<td>{_e(eff.text())}</td>')
     vs = e.get('vs')
     out.append(f'<td class="t" title="{_e(_vs_title(vs))}">{_e(_vs_text(vs))}</td>')
     return ''.join(out) + '</tr>'
