@@ -1,5 +1,5 @@
-"""Bad result files (issue 12 item 14): a truncated JSON, a file holding `[]`, a string accuracy or count make a
-MISSING cell with the reason, never a traceback: in the table builder with plots on, in the long-context
+"""Bad result files (issue 12 item 14): a truncated JSON, a file holding `[]`, a string accuracy or count, an
+accuracy outside [0, 100] or none where samples were answered make a MISSING cell with the reason, never a traceback: in the table builder with plots on, in the long-context
 summarizer (OpenCompass's own table included) and in `python -m opencompass_longctx.report`."""
 import json
 import os
@@ -14,7 +14,7 @@ from opencompass_longctx.summarizers.longctx import LongCtxSummarizer
 from opencompass_longctx.writers.formats import to_markdown, write
 from opencompass_longctx.leaderboard.build import ModelInfo, build
 MODEL = 'm'
-TIERS = ('0k', '1k')
+TIERS = ('0k', '1k', '2k')
 GOOD = {'accuracy': 50.0, 'counts': {'n': 4, 'over_length': 0}, 'package_version': [__version__],
         'details': [{'correct': [i % 2 == 0], 'depth': [0.25 * i]} for i in range(4)]}
 # (file name, content written verbatim, words the reason must contain)
@@ -25,6 +25,10 @@ BAD = {
                         ["accuracy is \"85.0\" (str), not a number"]),
     'string count': ('longbio_calculation_0k', json.dumps(dict(GOOD, counts=[{'n': 'ten', 'over_length': 0}])),
                      ['counts.n is "ten" (str), not a whole number']),
+    'accuracy above 100': ('longbio_standard_2k', json.dumps(dict(GOOD, accuracy=150.0)),
+                           ['accuracy is 150.0 (float), outside [0, 100]']),
+    'no accuracy': ('longbio_calculation_2k', json.dumps({k: v for k, v in GOOD.items() if k != 'accuracy'}),
+                    ["no 'accuracy' in it, and its counts do not say that every sample was left out"]),
 }
 ABBRS = [f'longbio_{c}_{t}' for t in TIERS for c in ('standard', 'calculation', 'idk')]
 NOLIMA = 'nolima_main_1k'
@@ -61,6 +65,19 @@ def test_a_bad_result_file_is_a_missing_cell_with_its_reason(tmp_path, bad):
     assert any(os.path.basename(p) == f'depth_longbio_{MODEL}.png' for p in paths['plots'])
 
 
+def test_a_result_with_every_sample_left_out_has_no_score_by_design_and_is_na(tmp_path):
+    """The evaluator writes no accuracy when nothing was answered (every sample over-length): N/A, not a failure."""
+    res = tmp_path / 'results' / MODEL
+    res.mkdir(parents=True)
+    for abbr in ABBRS:
+        body = GOOD if abbr != 'longbio_standard_1k' else {'counts': {'n': 4, 'over_length': 4},
+                                                           'package_version': [__version__]}
+        (res / f'{abbr}.json').write_text(json.dumps(body))
+    rep = build(str(tmp_path), [ModelInfo(MODEL)], ABBRS, expected=[(MODEL, a) for a in ABBRS])
+    (row,) = [r for r in rep.rows if r.row == 'understanding']
+    assert row.cells['1k'].status == 'n/a' and not rep.failures
+
+
 def _config(root, nolima=False):
     types = {a: 'opencompass_longctx.longbio.dataset.LongBioDataset' for a in ABBRS}
     if nolima:
@@ -91,7 +108,7 @@ def test_the_summarizers_survive_bad_result_files(tmp_path, bad, capsys):
 @pytest.mark.e2e
 def test_report_cli_on_bad_result_files_with_plots(tmp_path):
     run = tmp_path / '20260101_000000'
-    for bad in BAD:  # all four in one run: one command
+    for bad in BAD:  # all of them in one run: one command
         make_run(run, bad)
     (run / 'configs').mkdir()
     (run / 'configs' / 'run.py').write_text('\n'.join(f'{k} = {v!r}' for k, v in _config(run).items()) + '\n')
@@ -103,4 +120,4 @@ def test_report_cli_on_bad_result_files_with_plots(tmp_path):
     for name, _, words in BAD.values():
         assert f'- {MODEL}/{name}: ' in proc.stdout and words[0] in proc.stdout
         assert f'{MODEL}/{name}: ' in proc.stderr
-    assert '4 dataset(s) of the run failed or have no usable result' in proc.stderr
+    assert f'{len(BAD)} dataset(s) of the run failed or have no usable result' in proc.stderr

@@ -52,9 +52,27 @@ def table_problem(res: dict, metric: str) -> Optional[str]:
     details = res.get('details')
     if details is not None and not (isinstance(details, list) and all(isinstance(d, dict) for d in details)):
         return f'details is {_preview(details)}, not a list of per-sample objects'
+    return score_problem(res, metric) or nonfinite_sample(res)
+
+
+def score_problem(res: dict, metric: str) -> Optional[str]:
+    """Why a parsed result's score cannot be shown (not a number, outside [0, 100], or missing where samples were
+    answered), or None."""
     if metric in res and not number(res[metric]):
         return f'{metric} is {_preview(res[metric])}, not a number'
-    return nonfinite_sample(res)
+    if metric in res and not 0 <= res[metric] <= 100:
+        return f'{metric} is {_preview(res[metric])}, outside [0, 100] (a percentage)'
+    if metric not in res and not _nothing_answered(first(res.get('counts'))):
+        return f'no {metric!r} in it, and its counts do not say that every sample was left out'
+    return None
+
+
+def _nothing_answered(counts) -> bool:
+    """The counts of a result with no score by design: every sample left out (over-length, engine too small or an
+    engine error), so the evaluator wrote no score (opencompass_longctx.base.LongCtxEvaluator.score)."""
+    if not isinstance(counts, dict) or not counts.get('n'):
+        return False
+    return sum(counts.get(k, 0) for k in ('over_length', 'engine_too_small', 'engine_error')) >= counts['n']
 
 
 class Results:

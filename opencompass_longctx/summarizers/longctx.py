@@ -31,7 +31,7 @@ from opencompass_longctx.leaderboard.build import build
 from opencompass_longctx.leaderboard.failures import fail_on_missing_enabled, failure_exit
 from opencompass_longctx.leaderboard.placement import (ALLOW_ENV, allow_unplaced_enabled, exit_message, stopping,
                                                        unplaced)
-from opencompass_longctx.leaderboard.results import Results
+from opencompass_longctx.leaderboard.results import Results, score_problem
 from opencompass_longctx.leaderboard.runs import table_inputs
 from opencompass_longctx.spec import OwnReport, spec_of
 from opencompass_longctx.stats.effective import NOLIMA_RATIO, RULER_THRESHOLD
@@ -50,8 +50,17 @@ class RobustSummarizer(DefaultSummarizer):
         self.results = Results(self.work_dir)
 
     def _unreadable(self, model, dataset) -> Optional[dict]:
-        result = self.results.get(model_abbr_from_cfg(model), dataset_abbr_from_cfg(dataset))
-        return result if result and result.get('unreadable') else None
+        """An unparsable result, or one of this package's results whose score cannot be shown (outside [0, 100],
+        none where samples were answered: :func:`.results.score_problem`), as an error entry: '-' in OpenCompass's
+        table as in the tier table."""
+        model_abbr, abbr = model_abbr_from_cfg(model), dataset_abbr_from_cfg(dataset)
+        result = self.results.get(model_abbr, abbr)
+        if not result or result.get('unreadable'):
+            return result or None
+        spec = spec_of(dataset)
+        problem = spec and spec.summary and 'error' not in result and score_problem(result, spec.summary[0].metric)
+        return {'error': f'unusable result file {self.results.path(model_abbr, abbr)}: {problem}',
+                'unreadable': True} if problem else None
 
     def _pick_up_one(self, model, datasets):
         """OpenCompass's reading of one model's results of ``datasets`` (none: only the datasets' eval modes)."""
