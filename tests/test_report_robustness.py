@@ -1,6 +1,7 @@
 """Bad result files (issue 12 item 14): a truncated JSON, a file holding `[]`, a string accuracy or count, an
-accuracy outside [0, 100] or none where samples were answered make a MISSING cell with the reason, never a traceback: in the table builder with plots on, in the long-context
-summarizer (OpenCompass's own table included) and in `python -m opencompass_longctx.report`."""
+accuracy outside [0, 100] or none where samples were answered make a MISSING cell with the reason, never a
+traceback: in the table builder with plots on, in the long-context summarizer (OpenCompass's own table included)
+and in `python -m opencompass_longctx.report`."""
 import json
 import os
 import subprocess
