@@ -127,6 +127,11 @@ def run_report(args) -> dict:
         out = os.path.join(merged.runs[0].path, 'summary')
     else:
         out = args.output or DEFAULT_MERGED_DIR
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:       # a file of that name, a parent that is a file, no permission: the user's to mend
+        raise ReportInputError(f'cannot write the report to {out!r}: {e.strerror or e} (give -o DIR, a directory '
+                               'this user can write)') from e
     texts = formats.render(report)
     paths = formats.save(texts, out, 'longctx_report')
     # the plots are drawn in a worker process while this one computes the comparisons (the other core)

@@ -122,3 +122,17 @@ def test_report_cli_on_bad_result_files_with_plots(tmp_path):
         assert f'- {MODEL}/{name}: ' in proc.stdout and words[0] in proc.stdout
         assert f'{MODEL}/{name}: ' in proc.stderr
     assert f'{len(BAD)} dataset(s) of the run failed or have no usable result' in proc.stderr
+
+
+def test_an_output_directory_that_cannot_be_made_is_one_line_and_exit_2(tmp_path, capsys):
+    from opencompass_longctx.report import main
+    run = tmp_path / '20260101_000000'
+    make_run(run, 'string accuracy')
+    (run / 'configs').mkdir()
+    (run / 'configs' / 'run.py').write_text('\n'.join(f'{k} = {v!r}' for k, v in _config(run).items()) + '\n')
+    afile = tmp_path / 'afile'
+    afile.write_text('')
+    for out, why in ((afile, 'File exists'), (afile / 'sub', 'Not a directory')):
+        assert main([str(run), '-o', str(out), '--no-plots', '--no-html']) == 2
+        err = capsys.readouterr().err
+        assert err.count('\n') == 1 and f"cannot write the report to '{out}': {why}" in err, err
