@@ -169,6 +169,19 @@ def test_a_model_listed_higher_never_shows_a_worse_rank_than_one_below_it():
     assert in_order(list(ordered), ordered) == ordered
 
 
+def test_a_ranking_no_pair_of_which_can_split_says_so():
+    """15 models on 12 clusters: 105 pairs, Holm's smallest threshold 0.05/105 = 0.00048 is below the smallest p an
+    exact sign flip over 12 clusters can give (2/2^12 = 0.00049): the why column says so; at 13 clusters it can."""
+    from opencompass_longctx.leaderboard.compare import _floor_note
+    for g, said in ((12, True), (13, False)):
+        tests = {(i, j): stats.Test(1.0, -5.0, 5.0, 0.5, 'sign-flip', g, True) for i, j in itertools.combinations(
+            range(15), 2)}
+        note = _floor_note(tests, {k: 1.0 for k in tests})
+        assert bool(note) == said and (not said or f'2/2^{g}' in note and '0.05/105' in note), note
+    mixed = {(0, 1): stats.Test(1.0, -5.0, 5.0, 0.5, 'mcnemar', 400, True)}
+    assert _floor_note(mixed, {(0, 1): 1.0}) == ''
+
+
 def listed_in_order(board):
     """No entry shows a better best rank or worst rank than an entry listed above it, overall and per tier."""
     for up, down in zip(board, board[1:]):

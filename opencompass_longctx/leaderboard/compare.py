@@ -460,9 +460,25 @@ def _decision(m: str, span: Tuple[int, int], pairwise: Tuple[int, int], k: int, 
     worse = sum(1 for (x, y), p in tests.items() if m in (x, y) and p.diff is not None
                 and adjusted.get((x, y), 1.0) < stats.ALPHA and p.significant and (x if p.diff > 0 else y) == m)
     named = ', '.join(better[:3]) + (f' and {len(better) - 3} more' if len(better) > 3 else '')
+    partial += _floor_note(tests, adjusted)
     return (f'ranks {rank_text((lo, hi))} of {k}: {len(better)} significantly better' + (f' ({named})' if better else '')
             + f', {worse} significantly worse (Holm over the {len(adjusted)} testable pair{"s" * (len(adjusted) != 1)})'
             + partial)
+
+
+def _floor_note(tests: dict, adjusted: dict) -> str:
+    """Where every test of the ranking is an exact sign flip whose smallest possible p (2/2^G over G clusters) is
+    not below Holm's smallest threshold (0.05 / pairs), no pair can ever be told apart: say so, or the ranking
+    reads as "all equal"."""
+    exact = [p for k, p in tests.items() if k in adjusted]
+    if not exact or any(p.method != 'sign-flip' for p in exact):
+        return ''
+    g = max(p.clusters for p in exact)
+    if 2 / 2 ** g < stats.ALPHA / len(adjusted):
+        return ''
+    return (f'; no pair of this ranking can be told apart: over {g} clusters a sign-flip p is at least 2/2^{g} = '
+            f'{2 / 2 ** g:.2g}, not below Holm\'s smallest threshold {stats.ALPHA:g}/{len(adjusted)} = '
+            f'{stats.ALPHA / len(adjusted):.2g} (more clusters, or fewer models, would be)')
 
 
 def _length(tier: Optional[str], unit: int) -> float:

@@ -135,6 +135,7 @@ def merge(paths: Sequence[str], renames: Sequence[Tuple[str, Optional[str], str]
             models[m.abbr], cfgs[m.abbr], idents[m.abbr] = m, run.model_cfgs[m.abbr], run.identity(m.abbr)
     order = list(dict.fromkeys(m.abbr for run in runs for m in run.models))
     abbrs = list(dict.fromkeys(a for run in runs for a in run.abbrs))
+    _newest_spelling(chosen, abbrs, notes)
     expected = list(candidates)
     results = MergedResults(chosen, unreadable)
     checked = checked_reader(results, classify(abbrs, all_abbrs=True))
@@ -154,6 +155,30 @@ def _signature(run: Run, model: str, abbr: str) -> Optional[Tuple]:
     if fp is None:
         return None
     return (fp.design if per_model_copy(abbr) else fp.rows), fp.mode
+
+
+def _newest_spelling(chosen: Dict[Tuple[str, str], Run], abbrs: Sequence[str], notes: List[str]) -> None:
+    """One model's cell written by two runs under two spellings of one tier (``babilong_qa1_4k`` and
+    ``babilong_qa1_4K``): the newer run's result is the cell's, as for one spelling; the older one is left out of
+    ``chosen``, with a note (two spellings within one run are that run's own conflict: ``placement``)."""
+    replaced: Dict[Tuple[str, str, str], List[str]] = {}
+    for by_tier in classify(abbrs, all_abbrs=True).values():
+        for by_task in by_tier.values():
+            for cands in by_task.values():
+                for model in sorted({m for m, a in chosen if a in cands}):
+                    have = [a for a in cands if (model, a) in chosen
+                            and os.path.isfile(chosen[model, a].results.path(model, a))]
+                    if len({chosen[model, a].path for a in have}) < 2:
+                        continue
+                    best = max(have, key=lambda a: chosen[model, a].age_key(model, a))
+                    for a in have:
+                        if chosen[model, a] is not chosen[model, best]:
+                            replaced.setdefault((model, chosen[model, a].path, chosen[model, best].path), []).append(
+                                f'{a} -> {best}')
+                            del chosen[model, a]
+    for (model, old, new), pairs in replaced.items():
+        notes.append(f'{model}: {plural(len(pairs), "cell")} in {old} and in {new} under another spelling of the '
+                     f'tier: the newer run ({new}) is used ({", ".join(pairs)})')
 
 
 def column_marks(chosen: Dict[Tuple[str, str], Run], abbrs: Sequence[str]) -> Dict[Tuple[str, str], str]:

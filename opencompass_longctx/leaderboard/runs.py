@@ -73,6 +73,7 @@ class Run:
     results: Results = None
     disk: Dict[str, str] = field(default_factory=dict)   # {model abbr shown: the abbr its files are under}
     recorded: Dict[str, dict] = field(default_factory=dict)   # {abbr on disk: its places and weights, as run}
+    dumps: int = 1              # config dumps read: a run resumed under an edited config holds several
     _fp: Dict[Tuple[str, str], Optional[Fingerprint]] = field(default_factory=dict)
 
     @property
@@ -144,11 +145,21 @@ def load_run(work_dir: str) -> Run:
     it for that model abbr (any abbr: ``org/model`` nests, spaces and unicode are kept)."""
     path = find_run(work_dir)
     from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
-    cfg = read_config(sorted(glob.glob(os.path.join(path, 'configs', '*.py')))[-1])
+    dumps = sorted(glob.glob(os.path.join(path, 'configs', '*.py')))
+    cfg = read_config(dumps[-1])
+    if len(dumps) > 1:
+        # `opencompass CONFIG -r STAMP` under an edited config writes another dump beside the first, and the run's
+        # results are those of every dump: read the models and datasets of all (the newest wins for a name in two)
+        models_by, datasets_by = {}, {}
+        for dump in dumps:
+            c = cfg if dump == dumps[-1] else read_config(dump)
+            models_by.update((model_abbr_from_cfg(m), m) for m in c['models'])
+            datasets_by.update((dataset_abbr_from_cfg(d), d) for d in c['datasets'])
+        cfg['models'], cfg['datasets'] = list(models_by.values()), list(datasets_by.values())
     models, abbrs, expected = table_inputs(cfg)
     run = Run(path=path, cfg=cfg, models=models, model_cfgs={model_abbr_from_cfg(m): m for m in cfg['models']},
               abbrs=abbrs, expected=expected, datasets={dataset_abbr_from_cfg(d): d for d in cfg['datasets']},
-              results=Results(path), recorded=read_recorded(path))
+              results=Results(path), recorded=read_recorded(path), dumps=len(dumps))
     if not any(os.path.isfile(run.results.path(m, a)) for m, a in expected):
         raise ReportInputError(f'{path}: the run has no results (no {os.path.join(path, "results", "<model>", "*.json")}'
                                f' for the models and datasets of its config): its evaluation has not run or failed (see '
@@ -171,6 +182,9 @@ def load_runs(paths: Sequence[str], renames: Sequence[Tuple[str, Optional[str], 
             continue
         seen[real] = p
         runs.append(run)
+        if run.dumps > 1:
+            notes.append(f'{run.path}: {run.dumps} saved configs (resumed under an edited config): the models and '
+                         'datasets of all of them read, the newest for a name in several')
     _apply_renames(runs, renames, notes)
     _keep_apart(runs, notes)
     return runs, notes
@@ -217,10 +231,17 @@ def _keep_apart(runs: Sequence[Run], notes: List[str]) -> None:
                 break
             else:
                 classes.append((ident, [run]))
+    taken = set(seen)     # a label never lands on a name another model is shown under (a model named 'm [a]')
     for abbr, classes in seen.items():
         if len(classes) < 2:
             continue
-        shown = [f'{abbr} [{label}]' for label in labels([ident for ident, _ in classes])]
+        shown = []
+        for label in labels([ident for ident, _ in classes]):
+            name, k = f'{abbr} [{label}]', 2
+            while name in taken:
+                name, k = f'{abbr} [{label}] ({k})', k + 1
+            taken.add(name)
+            shown.append(name)
         for (_, members), new in zip(classes, shown):
             for run in members:
                 run.rename(abbr, new)
