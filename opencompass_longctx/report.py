@@ -129,6 +129,8 @@ def run_report(args) -> dict:
         out = args.output or DEFAULT_MERGED_DIR
     try:
         os.makedirs(out, exist_ok=True)
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise PermissionError(13, 'Permission denied')
     except OSError as e:       # a file of that name, a parent that is a file, no permission: the user's to mend
         raise ReportInputError(f'cannot write the report to {out!r}: {e.strerror or e} (give -o DIR, a directory '
                                'this user can write)') from e

@@ -85,6 +85,12 @@ def test_long_values_that_differ_near_their_ends_never_read_the_same():
     assert left != right and '<|im_end|>' in left and '</s>' in right and len(left) <= 80
     names = labels([a, b])
     assert len(set(names)) == 2 and '<|im_end|>' in names[0] and '</s>' in names[1]
+    # three: each is shown from where it parts from the one most like it, so no two read the same
+    ends = ('<|im_end|>A', '<|im_end|>B', '</s>')
+    three = [model_identity(dict(type=TYPE, path='/m', meta_template=dict(round=[dict(
+        role='HUMAN', begin='<|im_start|>user\n' * 4, end=end)]))) for end in ends]
+    names = labels(three)
+    assert len(set(names)) == 3 and all(e in n for e, n in zip(ends, names)), names
 
 
 def test_the_same_weights_under_another_root_are_one_model_where_both_runs_recorded_them(tmp_path):

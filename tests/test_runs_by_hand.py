@@ -57,6 +57,17 @@ def test_a_run_resumed_under_an_edited_config_keeps_the_results_of_both_configs(
     assert any('2 saved configs' in n for n in merged.notes)
 
 
+def test_a_model_dropped_from_the_config_before_it_ran_does_not_come_back(tmp_path):
+    run = write_run(tmp_path, '20260101_000000', [dict(abbr='m', path='/m')], datasets('4k'), 25.0,
+                    dump='20260101_000000_111.py')
+    with open(os.path.join(run, 'configs', '20260101_000000_111.py'), 'a') as f:   # 'broken' was in it, never ran
+        f.write("models.append(dict(type='opencompass_longctx.demo.tiny_chat.TinyChatModel', abbr='broken', "
+                "path='/b', max_seq_len=100000))\n")
+    write_run(tmp_path, '20260101_000000', [dict(abbr='m', path='/m')], datasets('8k'), 75.0,
+              dump='20260102_090000_222.py')
+    assert scores(merge([run])) == {'m': {'4k': 25.0, '8k': 75.0}}
+
+
 def test_a_label_never_takes_the_name_of_another_model(tmp_path):
     """Two checkpoints named final get [e1] / [e2]; a third run's model is literally named 'final [e1]': three rows."""
     a = write_run(tmp_path / 'a', '20260101_000000', [dict(abbr='final', path='/e1/final')], datasets('4k'), 25.0)
@@ -65,3 +76,11 @@ def test_a_label_never_takes_the_name_of_another_model(tmp_path):
                   100.0)
     assert scores(merge([a, b, c])) == {'final [e1] (2)': {'4k': 25.0}, 'final [e2]': {'4k': 75.0},
                                         'final [e1]': {'4k': 100.0}}
+
+
+def test_an_unreadable_file_of_the_older_spelling_does_not_blank_the_newer_runs_cell(tmp_path):
+    old = write_run(tmp_path / 'a', '20260101_000000', [dict(abbr='m', path='/m')], datasets('4k'), 25.0)
+    with open(os.path.join(old, 'results', 'm', 'babilong_qa1_4k.json'), 'w') as f:
+        f.write('{trunc')
+    new = write_run(tmp_path / 'b', '20260104_000000', [dict(abbr='m', path='/m')], datasets('4K'), 100.0)
+    assert scores(merge([old, new])) == {'m': {'4k': 100.0}}

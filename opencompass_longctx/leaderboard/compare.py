@@ -41,7 +41,7 @@ from opencompass_longctx.leaderboard.tier_report import Effective, TierReport
 from opencompass_longctx.leaderboard.units import detail_value, value_key
 from opencompass_longctx.overlength import ENGINE_ERROR, ENGINE_TOO_SMALL, OVER_LENGTH
 from opencompass_longctx.stats import paired as stats
-from opencompass_longctx.stats.ranks import holm, in_order, length_rank_intervals, rank_intervals, rank_text
+from opencompass_longctx.stats.ranks import holm, length_rank_intervals, rank_intervals, rank_text
 from opencompass_longctx.tiers import parse_tier
 LEVEL = stats.LEVEL
 STATUS = ('scored', 'over-length', 'engine too small', 'engine error')
@@ -361,10 +361,11 @@ class Comparer:
         ``rank_by='score'``: by the paired tests. Per tier, the models with a score there; overall, every pair
         compared on the tiers both have (``tier='mean'``). Holm's correction runs over every pair of one ranking
         (one tier, or overall); a model's rank interval is [1 + models significantly better, K - models
-        significantly worse] (:func:`..stats.ranks.rank_intervals`). The order: overall, by pairwise wins on the
-        shared tiers (a model better than another on the tiers both have wins that pair), then the mean of its own
-        tiers. ``rank_by='ruler'`` or ``'nolima'``: by that effective length, its rank interval from the effective
-        lengths' 95% intervals (:func:`..stats.ranks.length_rank_intervals`)."""
+        significantly worse] (:func:`..stats.ranks.rank_intervals`). The order: by best rank, then by pairwise wins
+        on the shared tiers (a model better than another on the tiers both have wins that pair), then the mean of its
+        own tiers. ``rank_by='ruler'`` or ``'nolima'``: by that effective length, its rank interval from the
+        effective lengths' 95% intervals (:func:`..stats.ranks.length_rank_intervals`), listed by best rank, then
+        length; a length on too few clusters to resample last."""
         if rank_by not in RANK_BY:
             raise ValueError(f'rank_by {rank_by!r}: one of {", ".join(RANK_BY)}')
         out = []
@@ -394,8 +395,7 @@ class Comparer:
         for t in tiers:
             have = [r.model for r in rows if t in r.cells and r.cells[t].status == 'ok']
             if have:
-                by_score = sorted(have, key=lambda m: -by_model[m].cells[t].score)
-                tier_ranks[t] = in_order(by_score, self.family(have, bench, row, t)[0])
+                tier_ranks[t] = self.family(have, bench, row, t)[0]
         ranks, tests, adjusted = self.family(models, bench, row, 'mean')
         wins = {m: 0 for m in models}
         for (x, y), p in tests.items():
@@ -404,13 +404,15 @@ class Comparer:
                 wins[y if p.diff > 0 else x] -= 1
         own = {m: -math.inf if by_model[m].mean is None else by_model[m].mean for m in models}
         if rank_by == 'score':
-            order = sorted(models, key=lambda m: (-wins[m], -own[m]))
-        else:
-            spans = {m: _span(by_model[m].effective.get(rank_by) or Effective(), spec.tier_unit) for m in models}
-            ranks = length_rank_intervals(spans)
-            order = sorted(models, key=lambda m: (-_length((by_model[m].effective.get(rank_by) or Effective())
-                                                           .contiguous, spec.tier_unit), -own[m]))
-        pairwise, ranks = ranks, in_order(order, ranks)
+            point = {m: (False, -wins[m], -own[m]) for m in models}
+        else:   # a length on too few clusters to resample can take any rank: listed after those that are ranked
+            effs = {m: by_model[m].effective.get(rank_by) or Effective() for m in models}
+            ranks = length_rank_intervals({m: _span(e, spec.tier_unit) for m, e in effs.items()})
+            point = {m: (bool(effs[m].few_clusters), -_length(effs[m].contiguous, spec.tier_unit), -own[m])
+                     for m in models}
+        # listed by best rank first (Chatbot Arena's convention), then the point order: a model listed higher never
+        # shows a worse best rank than one below it
+        order = sorted(models, key=lambda m: (point[m][0], ranks[m][0], point[m][1:]))
         most = max((len(self.shared_tiers(m, m, bench, row)) for m in models), default=0)
         leader = order[0] if order else None
         out = []
@@ -427,8 +429,7 @@ class Comparer:
                 tiers=mine, partial=len(mine) < most, mean=r.mean,
                 effective=eff.contiguous, effective_interval=eff.interval, effective_few=eff.few_clusters,
                 leader=leader if vs is not None else None, direction=vs and DIRECTION,
-                decision=_decision(m, (lo, hi), pairwise[m], len(models), tests, adjusted, rank_by, len(mine),
-                                   most),
+                decision=_decision(m, (lo, hi), len(models), tests, adjusted, rank_by, len(mine), most),
                 vs=None if vs is None else dict(asdict(vs), significant=vs.significant and p_holm is not None
                                                 and p_holm < stats.ALPHA, p_holm=p_holm, direction=DIRECTION)))
         return out
@@ -441,17 +442,11 @@ def _reversed(p: Paired) -> Paired:
                   dict(p.excluded), p.unmatched, p.note, p.testable, p.clusters)
 
 
-def _decision(m: str, span: Tuple[int, int], pairwise: Tuple[int, int], k: int, tests: dict, adjusted: dict,
-              rank_by: str, tiers: int, most: int) -> str:
-    """Why the model holds the ranks it holds, in one line (``pairwise``: its ranks before they were widened to
-    the listed order)."""
+def _decision(m: str, span: Tuple[int, int], k: int, tests: dict, adjusted: dict, rank_by: str, tiers: int,
+              most: int) -> str:
+    """Why the model holds the ranks it holds, in one line."""
     lo, hi = span
     partial = f'; ranked on its {tiers} of {most} tiers' if tiers < most else ''
-    if span != pairwise:
-        partial += (f'; widened from {rank_text(pairwise)} to the listed order (a model listed below it can rank '
-                    f'{lo}, or one above it {hi})' if lo < pairwise[0] and hi > pairwise[1] else
-                    f'; widened from {rank_text(pairwise)}: a model listed below it can rank {lo}' if lo < pairwise[0]
-                    else f'; widened from {rank_text(pairwise)}: a model listed above it can rank {hi}')
     if rank_by != 'score':
         return (f'ranks {rank_text((lo, hi))} of {k}: by {rank_by} effective length (its 95% interval against the '
                 f'others\')' + partial)

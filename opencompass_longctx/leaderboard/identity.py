@@ -140,10 +140,13 @@ def _shown(values: Sequence, limit: int = 80) -> List[str]:
     texts = [json.dumps(v, sort_keys=True, ensure_ascii=False, default=str) for v in values]
     if all(len(t) <= limit for t in texts):
         return texts
-    shared = len(os.path.commonprefix(texts)) if len(set(texts)) > 1 else 0
-    start = max(0, shared - 16)
-    cut = [('...' if start else '') + t[start:] for t in texts]
-    return [t if len(t) <= limit else t[:limit - 3] + '...' for t in cut]
+    out = []
+    for i, t in enumerate(texts):   # each from a little before where it parts from the value most like it
+        shared = max((len(os.path.commonprefix([t, u])) for j, u in enumerate(texts) if j != i and u != t), default=0)
+        start = max(0, shared - 16)
+        cut = ('...' if start else '') + t[start:]
+        out.append(cut if len(cut) <= limit else cut[:limit - 3] + '...')
+    return out
 
 
 def compare(a: Dict, b: Dict) -> Tuple[List[str], List[str]]:

@@ -135,7 +135,7 @@ def merge(paths: Sequence[str], renames: Sequence[Tuple[str, Optional[str], str]
             models[m.abbr], cfgs[m.abbr], idents[m.abbr] = m, run.model_cfgs[m.abbr], run.identity(m.abbr)
     order = list(dict.fromkeys(m.abbr for run in runs for m in run.models))
     abbrs = list(dict.fromkeys(a for run in runs for a in run.abbrs))
-    _newest_spelling(chosen, abbrs, notes)
+    _newest_spelling(chosen, unreadable, abbrs, notes)
     expected = list(candidates)
     results = MergedResults(chosen, unreadable)
     checked = checked_reader(results, classify(abbrs, all_abbrs=True))
@@ -157,10 +157,12 @@ def _signature(run: Run, model: str, abbr: str) -> Optional[Tuple]:
     return (fp.design if per_model_copy(abbr) else fp.rows), fp.mode
 
 
-def _newest_spelling(chosen: Dict[Tuple[str, str], Run], abbrs: Sequence[str], notes: List[str]) -> None:
+def _newest_spelling(chosen: Dict[Tuple[str, str], Run], unreadable: Dict[Tuple[str, str], str], abbrs: Sequence[str],
+                     notes: List[str]) -> None:
     """One model's cell written by two runs under two spellings of one tier (``babilong_qa1_4k`` and
     ``babilong_qa1_4K``): the newer run's result is the cell's, as for one spelling; the older one is left out of
-    ``chosen``, with a note (two spellings within one run are that run's own conflict: ``placement``)."""
+    ``chosen`` (and ``unreadable``), with a note (two spellings within one run are that run's own conflict:
+    ``placement``)."""
     replaced: Dict[Tuple[str, str, str], List[str]] = {}
     for by_tier in classify(abbrs, all_abbrs=True).values():
         for by_task in by_tier.values():
@@ -176,6 +178,7 @@ def _newest_spelling(chosen: Dict[Tuple[str, str], Run], abbrs: Sequence[str], n
                             replaced.setdefault((model, chosen[model, a].path, chosen[model, best].path), []).append(
                                 f'{a} -> {best}')
                             del chosen[model, a]
+                            unreadable.pop((model, a), None)
     for (model, old, new), pairs in replaced.items():
         notes.append(f'{model}: {plural(len(pairs), "cell")} in {old} and in {new} under another spelling of the '
                      f'tier: the newer run ({new}) is used ({", ".join(pairs)})')

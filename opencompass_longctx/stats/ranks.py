@@ -7,14 +7,16 @@ difference called significant is not real stays at most 5% for the whole ranking
 its first end, and it is the confidence set for ranks that Mogstad, Romano, Shaikh and Wilhelm (Review of Economic
 Studies 2023) derive from simultaneous pairwise tests (their stepwise max-t procedure is sharper; Holm is the simple
 valid member of that family, docs/leaderboard.md "Ranks"). It works at any leaderboard size because every p value it
-reads is exact or analytic (no Monte Carlo floor above Holm's smallest threshold 0.05 / pairs).
+reads is exact or analytic (no Monte Carlo floor above Holm's smallest threshold 0.05 / pairs; an exact sign flip's
+own floor, 2/2^G over G clusters, can be: the ranking then says so).
 
 **By effective length** (:func:`length_rank_intervals`): [1 + the models whose effective-length interval lies
 wholly above this model's, K - those wholly below] (Arena's rule on the effective length's own 95% intervals; no
 multiplicity correction: the intervals are each 95%).
 
-Both are shown widened to the listed order (:func:`in_order`), so that a model listed higher never shows a worse
-rank than one listed below it.
+Either way the models are listed by their best rank (Chatbot Arena's convention), so a model listed higher never
+shows a worse best rank than one below it: a model significantly beaten by one other lists below a model with a
+point lower that nobody beats significantly.
 """
 from typing import Dict, Hashable, List, Optional, Sequence, Tuple
 
@@ -38,23 +40,6 @@ def rank_intervals(models: Sequence[Hashable], better: Dict[Tuple[Hashable, Hash
     above = {m: sum(1 for x in models if better.get((x, m))) for m in models}
     below = {m: sum(1 for y in models if better.get((m, y))) for m in models}
     return {m: (1 + above[m], k - below[m]) for m in models}
-
-
-def in_order(order: Sequence[Hashable], spans: Dict[Hashable, Tuple[int, int]]) -> Dict[Hashable, Tuple[int, int]]:
-    """The rank intervals widened so that they never cross the listed ``order``: a model's best rank is no worse
-    than that of any model listed below it, its worst rank no better than that of any model listed above it. The
-    pairwise rule alone can show a model listed higher (C significantly better than A, A better than B in points
-    but not significantly) with ranks 2-3 above one with 1-3; widening only makes an interval longer, so every one
-    still holds what it held."""
-    out, best = {}, None
-    for m in reversed(order):
-        best = spans[m][0] if best is None else min(best, spans[m][0])
-        out[m] = best
-    worst = 0
-    for m in order:
-        worst = max(worst, spans[m][1])
-        out[m] = (out[m], worst)
-    return out
 
 
 def length_rank_intervals(spans: Dict[Hashable, Optional[Tuple[float, float]]]) -> Dict[Hashable, Tuple[int, int]]:

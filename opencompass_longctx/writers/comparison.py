@@ -40,7 +40,8 @@ METHODS = ('Methods (95% level): sign-flip = a sign-flip permutation test over c
            "as the benchmark declares them: NoLiMa's needle entry; else every sample its own), every one of the 2^G "
            f'sign vectors counted where the models differ on G <= {stats.EXACT_UP_TO} clusters (a uniform win over G '
            'clusters: p = 2/2^G), '
-           'its interval the same test inverted; sign-flip (normal) = its normal approximation, for more clusters; '
+           'its interval the same test inverted; sign-flip (normal) = its normal approximation, for more clusters '
+           f'(where at most {stats.EXACT_UP_TO} of them differ, p is the larger of it and the exact p); '
            'mcnemar = the exact McNemar test and Clopper-Pearson interval, for independent 0/1 samples of equal '
            f'weight; not testable = fewer than {stats.MIN_TESTABLE} clusters, where no sign flip can reach p < 0.05. '
            '* = p < 0.05.')
@@ -48,10 +49,11 @@ RANK_RULE = ('Ranks ({rank_by}): by score, every pair of models is compared (pai
              "both have) and Holm's step-down correction runs over all pairs of the ranking at once; a model's rank "
              'interval is [1 + the models significantly better, K - the models significantly worse] (a single number '
              'when both ends meet; models whose intervals share a rank are not told apart). Models are listed by '
-             'pairwise wins on their shared tiers, then their mean. Per tier the same over the models with a score '
+             'best rank (as Chatbot Arena lists them), then pairwise wins on their shared tiers, then their mean. Per '
+             'tier the same over the models with a score '
              'there. By ruler or nolima: by that effective length, the rank interval from the effective lengths\' '
-             '95% intervals (a model is above another only when its interval lies wholly above). Each interval is '
-             'then widened to the listed order, so a model listed higher never shows a worse rank than one below it.')
+             '95% intervals (a model is above another only when its interval lies wholly above), listed by best '
+             'rank, then length.')
 
 
 def _board_line(e: dict) -> str:
