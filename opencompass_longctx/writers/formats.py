@@ -53,7 +53,8 @@ def _legend(report: TierReport) -> List[str]:
         f'- eff. len (RULER >= {ruler:g}): the same with a fixed threshold of {ruler:g} (RULER: Llama-2-7B\'s score '
         'at 4k).',
         f'- [lo-hi] after an effective length: its 95% interval, from {BOOTSTRAP} resamples of whole clusters (each '
-        'cluster at every tier at once; the base score recomputed on each resample); shown when it is not the point.',
+        'cluster at every tier at once; the base score recomputed on each resample); shown when it is not the point. '
+        '[? k clusters] after it: a cell of the row rests on fewer than 10 clusters, too few to resample.',
         '- <X (e.g. <0k, <1k): the first tier, X, already scores below the threshold. An effective length of - : '
         'nothing to judge (no base score, or no result).',
         '- published / measured - published: the authors\' number for the model\'s published counterpart, and the '
