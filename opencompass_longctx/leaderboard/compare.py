@@ -429,7 +429,7 @@ class Comparer:
                 tiers=mine, partial=len(mine) < most, mean=r.mean,
                 effective=eff.contiguous, effective_interval=eff.interval, effective_few=eff.few_clusters,
                 leader=leader if vs is not None else None, direction=vs and DIRECTION,
-                decision=_decision(m, (lo, hi), len(models), tests, adjusted, rank_by, len(mine), most),
+                decision=_decision(m, lo, hi, len(models), tests, adjusted, rank_by, len(mine), most),
                 vs=None if vs is None else dict(asdict(vs), significant=vs.significant and p_holm is not None
                                                 and p_holm < stats.ALPHA, p_holm=p_holm, direction=DIRECTION)))
         return out
@@ -442,10 +442,9 @@ def _reversed(p: Paired) -> Paired:
                   dict(p.excluded), p.unmatched, p.note, p.testable, p.clusters)
 
 
-def _decision(m: str, span: Tuple[int, int], k: int, tests: dict, adjusted: dict, rank_by: str, tiers: int,
+def _decision(m: str, lo: int, hi: int, k: int, tests: dict, adjusted: dict, rank_by: str, tiers: int,
               most: int) -> str:
     """Why the model holds the ranks it holds, in one line."""
-    lo, hi = span
     partial = f'; ranked on its {tiers} of {most} tiers' if tiers < most else ''
     if rank_by != 'score':
         return (f'ranks {rank_text((lo, hi))} of {k}: by {rank_by} effective length (its 95% interval against the '
