@@ -135,10 +135,11 @@ def merge(paths: Sequence[str], renames: Sequence[Tuple[str, Optional[str], str]
             models[m.abbr], cfgs[m.abbr], idents[m.abbr] = m, run.model_cfgs[m.abbr], run.identity(m.abbr)
     order = list(dict.fromkeys(m.abbr for run in runs for m in run.models))
     abbrs = list(dict.fromkeys(a for run in runs for a in run.abbrs))
-    _newest_spelling(chosen, unreadable, abbrs, notes)
+    cells = classify(abbrs, all_abbrs=True)     # (benchmark, tier, task) of each abbr: read once for the merge
+    _newest_spelling(chosen, unreadable, cells, notes)
     expected = list(candidates)
     results = MergedResults(chosen, unreadable)
-    checked = checked_reader(results, classify(abbrs, all_abbrs=True))
+    checked = checked_reader(results, cells)
     failures = []
     for run in runs:
         shown = {run.on_disk(m): m for m in run.model_cfgs}
@@ -147,7 +148,7 @@ def merge(paths: Sequence[str], renames: Sequence[Tuple[str, Optional[str], str]
             found = find_failures(run.path, mine, lambda m, a: checked(shown[m], a))
             failures += [replace(f, model=shown[f.model]) for f in found]
     return Merged(runs, [models[a] for a in order], abbrs, expected, results, failures, notes,
-                  column_marks(chosen, abbrs), [cfgs[a] for a in order], [idents[a] for a in order])
+                  column_marks(chosen, cells), [cfgs[a] for a in order], [idents[a] for a in order])
 
 
 def _signature(run: Run, model: str, abbr: str) -> Optional[Tuple]:
@@ -157,14 +158,14 @@ def _signature(run: Run, model: str, abbr: str) -> Optional[Tuple]:
     return (fp.design if per_model_copy(abbr) else fp.rows), fp.mode
 
 
-def _newest_spelling(chosen: Dict[Tuple[str, str], Run], unreadable: Dict[Tuple[str, str], str], abbrs: Sequence[str],
+def _newest_spelling(chosen: Dict[Tuple[str, str], Run], unreadable: Dict[Tuple[str, str], str], found: Dict,
                      notes: List[str]) -> None:
     """One model's cell written by two runs under two spellings of one tier (``babilong_qa1_4k`` and
     ``babilong_qa1_4K``): the newer run's result is the cell's, as for one spelling; the older one is left out of
     ``chosen`` (and ``unreadable``), with a note (two spellings within one run are that run's own conflict:
     ``placement``)."""
     replaced: Dict[Tuple[str, str, str], List[str]] = {}
-    for by_tier in classify(abbrs, all_abbrs=True).values():
+    for by_tier in found.values():
         for by_task in by_tier.values():
             for cands in by_task.values():
                 for model in sorted({m for m, a in chosen if a in cands}):
@@ -184,10 +185,9 @@ def _newest_spelling(chosen: Dict[Tuple[str, str], Run], unreadable: Dict[Tuple[
                      f'tier: the newer run ({new}) is used ({", ".join(pairs)})')
 
 
-def column_marks(chosen: Dict[Tuple[str, str], Run], abbrs: Sequence[str]) -> Dict[Tuple[str, str], str]:
+def column_marks(chosen: Dict[Tuple[str, str], Run], found: Dict) -> Dict[Tuple[str, str], str]:
     """{(model, abbr): why} for the results whose data or scoring differ from the other models' of the same
-    (benchmark, tier, task) column."""
-    found = classify(abbrs, all_abbrs=True)
+    (benchmark, tier, task) column (``found``: :func:`.benchmarks.classify` of the merge's abbrs)."""
     marks = {}
     for bench, by_tier in found.items():
         for tier, by_task in by_tier.items():

@@ -147,25 +147,25 @@ def load_run(work_dir: str) -> Run:
     from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
     dumps = sorted(glob.glob(os.path.join(path, 'configs', '*.py')))
     cfg = read_config(dumps[-1])
+    results = Results(path)
     if len(dumps) > 1:
         # `opencompass CONFIG -r STAMP` under an edited config writes another dump beside the first, and the run's
         # results are those of every dump: read the models and datasets of all (the newest wins for a name in two);
         # of an older dump, only those with a result (one dropped from the config before it ran is not the run's)
-        results = Results(path)
         models_by, datasets_by = {}, {}
         for dump in dumps:
             c = cfg if dump == dumps[-1] else read_config(dump)
-            newest = dump == dumps[-1]
             ms = {model_abbr_from_cfg(m): m for m in c['models']}
             ds = {dataset_abbr_from_cfg(d): d for d in c['datasets']}
-            ran = {(m, a) for m in ms for a in ds if newest or os.path.isfile(results.path(m, a))}
-            models_by.update((m, cfg_m) for m, cfg_m in ms.items() if any(m == x for x, _ in ran))
-            datasets_by.update((a, d) for a, d in ds.items() if any(a == y for _, y in ran))
+            ran = {(m, a) for m in ms for a in ds if dump == dumps[-1] or os.path.isfile(results.path(m, a))}
+            ran_m, ran_d = {m for m, _ in ran}, {a for _, a in ran}
+            models_by.update((m, cfg_m) for m, cfg_m in ms.items() if m in ran_m)   # in the config's order
+            datasets_by.update((a, d) for a, d in ds.items() if a in ran_d)
         cfg['models'], cfg['datasets'] = list(models_by.values()), list(datasets_by.values())
     models, abbrs, expected = table_inputs(cfg)
     run = Run(path=path, cfg=cfg, models=models, model_cfgs={model_abbr_from_cfg(m): m for m in cfg['models']},
               abbrs=abbrs, expected=expected, datasets={dataset_abbr_from_cfg(d): d for d in cfg['datasets']},
-              results=Results(path), recorded=read_recorded(path), dumps=len(dumps))
+              results=results, recorded=read_recorded(path), dumps=len(dumps))
     if not any(os.path.isfile(run.results.path(m, a)) for m, a in expected):
         raise ReportInputError(f'{path}: the run has no results (no {os.path.join(path, "results", "<model>", "*.json")}'
                                f' for the models and datasets of its config): its evaluation has not run or failed (see '
